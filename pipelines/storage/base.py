@@ -1,0 +1,100 @@
+"""The storage interface: every table the pipeline touches goes through a ``TableStore``.
+
+Why one interface: the Delta JVM jars cannot be fetched on every machine, so commits are made by
+delta-rs while Spark reads the files of a version; where the jars are present the same calls run on
+delta-spark. The pipeline logic is written once against this protocol.
+
+Idempotence lives here too: every write may carry a ``Txn`` (application id, batch number). A write
+whose application id already committed that number (or a later one) is skipped and reports False, so
+a re-run after a crash never doubles a commit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol, Sequence, Union
+
+import pyarrow as pa
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from pyspark.sql import DataFrame, SparkSession
+
+Data = Union[pa.Table, "DataFrame"]
+
+
+class StorageError(Exception):
+    """A table operation failed; the message names the table and the operation."""
+
+
+class TableNotFound(StorageError):
+    """The named table does not exist in the lake."""
+
+
+@dataclass(frozen=True)
+class Txn:
+    """An application transaction: ``app_id`` committed up to ``version`` (a batch or ingest number)."""
+
+    app_id: str
+    version: int
+
+
+class TableStore(Protocol):
+    """What the pipeline needs from a lake of Delta tables, addressed by table name."""
+
+    root: str
+    spark: "SparkSession | None"
+
+    def path(self, name: str) -> str:
+        """Filesystem location of table ``name``."""
+
+    def exists(self, name: str) -> bool:
+        """Whether table ``name`` exists."""
+
+    def tables(self) -> list[str]:
+        """Names of all tables in the lake, sorted."""
+
+    def create(self, name: str, schema: pa.Schema) -> None:
+        """Create an empty table with the change data feed on (no-op if it exists)."""
+
+    def drop(self, name: str) -> None:
+        """Remove a table and its files."""
+
+    def version(self, name: str) -> int:
+        """The latest committed version."""
+
+    def committed(self, name: str, app_id: str) -> int | None:
+        """The last version ``app_id`` committed to the table (its idempotence marker), or None."""
+
+    def append(self, name: str, data: Data, txn: Txn | None = None) -> bool:
+        """Append rows; False when ``txn`` was already committed (nothing written)."""
+
+    def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,
+                     txn: Txn | None = None) -> bool:
+        """Z-set MERGE: add ``data[count]`` to the row with equal ``keys``; insert new keys;
+        delete rows whose count reaches zero. False when ``txn`` was already committed."""
+
+    def delete(self, name: str, predicate: str | None = None, txn: Txn | None = None) -> bool:
+        """Delete rows matching a SQL ``predicate`` (all rows when None)."""
+
+    def read(self, name: str, version: int | None = None) -> "DataFrame":
+        """A Spark DataFrame of the table at ``version`` (latest when None)."""
+
+    def read_arrow(self, name: str, version: int | None = None,
+                   columns: Sequence[str] | None = None) -> pa.Table:
+        """The table at ``version`` as Arrow, without Spark (small tables, CLI, tests)."""
+
+    def version_at(self, name: str, when: datetime) -> int:
+        """The version that was current at ``when`` (time travel by timestamp)."""
+
+    def changes(self, name: str, start: int, end: int | None = None) -> pa.Table:
+        """The change data feed between versions ``start`` and ``end`` inclusive, with
+        ``_change_type``, ``_commit_version`` (int64) and ``_commit_timestamp``."""
+
+    def history(self, name: str) -> list[dict]:
+        """Commits, newest first: version, timestamp, operation."""
+
+    def compact(self, name: str) -> dict:
+        """Rewrite small files into larger ones; returns the metrics."""
+
+    def vacuum(self, name: str, retention_hours: float, dry_run: bool = False) -> list[str]:
+        """Remove files unreferenced for longer than ``retention_hours``; returns the files."""

@@ -1,0 +1,204 @@
+"""The default backend: delta-rs makes every commit, Spark reads a version through its active files.
+
+Arrow is the currency between the two: Spark frames become Arrow (``toArrow``) before a commit and
+delta-rs reads become Spark frames through the parquet files of the version (no Delta jars needed).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timezone
+from typing import Sequence
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import TableNotFoundError
+
+from .base import Data, StorageError, TableNotFound, Txn
+
+_CDF_ON = {"delta.enableChangeDataFeed": "true"}
+
+
+def quote(column: str) -> str:
+    """A column name as a DataFusion identifier (keeps case, allows any character)."""
+    return '"' + column.replace('"', '""') + '"'
+
+
+def normalise_arrow(table: pa.Table) -> pa.Table:
+    """Cast the types delta-rs reads back (string_view, uint64, ms timestamps) to the ones Spark and
+    our schemas use."""
+    fields = []
+    changed = False
+    for field in table.schema:
+        t = field.type
+        if pa.types.is_string_view(t) or pa.types.is_large_string(t):
+            t = pa.string()
+        elif pa.types.is_uint64(t):
+            t = pa.int64()
+        elif pa.types.is_timestamp(t) and (t.unit != "us" or t.tz is None):
+            t = pa.timestamp("us", tz="UTC")
+        changed |= t != field.type
+        fields.append(pa.field(field.name, t, field.nullable))
+    return table.cast(pa.schema(fields)) if changed else table
+
+
+class DeltaRsStore:
+    """``TableStore`` on delta-rs; ``spark`` is only needed for :meth:`read`."""
+
+    backend = "delta-rs"
+
+    def __init__(self, root: str, spark=None) -> None:
+        self.root = os.path.abspath(root)
+        self.spark = spark
+        self._schemas: dict[str, pa.Schema] = {}
+
+    # -- naming -----------------------------------------------------------------------------
+    def path(self, name: str) -> str:
+        return os.path.join(self.root, name)
+
+    def exists(self, name: str) -> bool:
+        return DeltaTable.is_deltatable(self.path(name))
+
+    def tables(self) -> list[str]:
+        if not os.path.isdir(self.root):
+            return []
+        return sorted(n for n in os.listdir(self.root) if self.exists(n))
+
+    def _table(self, name: str, version: int | None = None) -> DeltaTable:
+        try:
+            return DeltaTable(self.path(name), version=version)
+        except TableNotFoundError as exc:
+            raise TableNotFound(f"table {name!r} does not exist in lake {self.root}") from exc
+        except Exception as exc:  # delta-rs raises generic errors for a missing version
+            raise StorageError(f"table {name!r}: cannot load version {version}: {exc}") from exc
+
+    # -- lifecycle --------------------------------------------------------------------------
+    def create(self, name: str, schema: pa.Schema) -> None:
+        if self.exists(name):
+            return
+        os.makedirs(self.root, exist_ok=True)
+        DeltaTable.create(self.path(name), schema, mode="ignore", configuration=_CDF_ON)
+
+    def drop(self, name: str) -> None:
+        shutil.rmtree(self.path(name), ignore_errors=True)
+        self._schemas.pop(name, None)
+
+    def version(self, name: str) -> int:
+        return self._table(name).version()
+
+    def committed(self, name: str, app_id: str) -> int | None:
+        return self._table(name).transaction_version(app_id)
+
+    def schema(self, name: str) -> pa.Schema:
+        if name not in self._schemas:
+            self._schemas[name] = normalise_arrow(pa.schema(self._table(name).schema().to_arrow()).empty_table()).schema
+        return self._schemas[name]
+
+    # -- writes -----------------------------------------------------------------------------
+    def _props(self, txn: Txn | None) -> CommitProperties | None:
+        if txn is None:
+            return None
+        return CommitProperties(app_transactions=[Transaction(app_id=txn.app_id, version=txn.version)])
+
+    def _done(self, dt: DeltaTable, txn: Txn | None) -> bool:
+        if txn is None:
+            return False
+        last = dt.transaction_version(txn.app_id)
+        return last is not None and last >= txn.version
+
+    def _arrow(self, name: str, data: Data) -> pa.Table:
+        table = data if isinstance(data, pa.Table) else data.toArrow()
+        schema = self.schema(name)
+        return table.select(schema.names).cast(schema)
+
+    def append(self, name: str, data: Data, txn: Txn | None = None) -> bool:
+        dt = self._table(name)
+        if self._done(dt, txn):
+            return False
+        write_deltalake(dt, self._arrow(name, data), mode="append", commit_properties=self._props(txn))
+        return True
+
+    def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,
+                     txn: Txn | None = None) -> bool:
+        dt = self._table(name)
+        if self._done(dt, txn):
+            return False
+        source = self._arrow(name, data)
+        if source.num_rows == 0 and txn is None:
+            return False
+        on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys) or "true"
+        c = quote(count)
+        insert = {col: f"s.{quote(col)}" for col in source.schema.names}
+        (dt.merge(source, on, source_alias="s", target_alias="t",
+                  commit_properties=self._props(txn))
+           .when_matched_delete(predicate=f"t.{c} + s.{c} = 0")
+           .when_matched_update(updates={count: f"t.{c} + s.{c}"})
+           .when_not_matched_insert(updates=insert, predicate=f"s.{c} <> 0")
+           .execute())
+        return True
+
+    def delete(self, name: str, predicate: str | None = None, txn: Txn | None = None) -> bool:
+        dt = self._table(name)
+        if self._done(dt, txn):
+            return False
+        dt.delete(predicate, commit_properties=self._props(txn))
+        return True
+
+    # -- reads ------------------------------------------------------------------------------
+    def read(self, name: str, version: int | None = None):
+        if self.spark is None:
+            raise StorageError("reading a table as a Spark DataFrame needs a Spark session")
+        from .spark_arrow import arrow_schema_to_spark
+
+        dt = self._table(name, version)
+        files = dt.file_uris()
+        schema = arrow_schema_to_spark(self.schema(name))
+        if not files:
+            return self.spark.createDataFrame([], schema)
+        return self.spark.read.schema(schema).parquet(*files)
+
+    def read_arrow(self, name: str, version: int | None = None,
+                   columns: Sequence[str] | None = None) -> pa.Table:
+        dt = self._table(name, version)
+        return normalise_arrow(dt.to_pyarrow_table(columns=list(columns) if columns else None))
+
+    def version_at(self, name: str, when: datetime) -> int:
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        stamp = when.timestamp() * 1000
+        best = None
+        for commit in self._table(name).history():
+            if commit["timestamp"] <= stamp and (best is None or commit["version"] > best):
+                best = commit["version"]
+        if best is None:
+            raise StorageError(f"table {name!r} did not exist at {when.isoformat()}")
+        return best
+
+    def changes(self, name: str, start: int, end: int | None = None) -> pa.Table:
+        dt = self._table(name)
+        reader = dt.load_cdf(starting_version=start, ending_version=end)
+        table = normalise_arrow(pa.table(reader.read_all()))
+        if table.num_rows:
+            table = table.sort_by([("_commit_version", "ascending")])
+        return table
+
+    def history(self, name: str) -> list[dict]:
+        out = []
+        for commit in self._table(name).history():
+            metrics = commit.get("operationMetrics") or {}
+            out.append({
+                "version": commit.get("version"),
+                "timestamp": datetime.fromtimestamp(commit["timestamp"] / 1000, tz=timezone.utc),
+                "operation": commit.get("operation"),
+                "rows_added": metrics.get("num_added_rows", metrics.get("num_target_rows_inserted")),
+            })
+        return out
+
+    # -- maintenance ------------------------------------------------------------------------
+    def compact(self, name: str) -> dict:
+        return self._table(name).optimize.compact()
+
+    def vacuum(self, name: str, retention_hours: float, dry_run: bool = False) -> list[str]:
+        return self._table(name).vacuum(retention_hours=int(retention_hours), dry_run=dry_run,
+                                        enforce_retention_duration=False)
+

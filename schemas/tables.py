@@ -1,0 +1,88 @@
+"""Arrow schemas of the lake's fixed tables.
+
+Every table is created from one of these schemas so that delta-rs and Spark agree on the
+column types (timestamps are UTC microseconds; terms are N-Triples strings). The per-query
+tables (views, partial embeddings, gold) get their schemas from the query plan; their
+metadata columns are named here so that no other module spells them.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+UTC_TS = pa.timestamp("us", tz="UTC")
+
+#: Columns reserved for lakegraph metadata in per-query tables; variables may not use them.
+MULT = "_mult"          # multiplicity of a binding (a Z-set weight in state tables)
+BATCH = "_batch"
+SIGN = "_sign"
+COUNT = "_count"
+QUERY = "_query"
+BRONZE_FROM = "_bronze_from"
+BRONZE_TO = "_bronze_to"
+RESERVED_COLUMNS = frozenset({MULT, BATCH, SIGN, COUNT, QUERY, BRONZE_FROM, BRONZE_TO})
+
+DEFAULT_STREAM = "urn:lakegraph:stream:default"
+
+BRONZE = pa.schema([
+    pa.field("seq", pa.int64(), nullable=False),
+    pa.field("event_id", pa.string(), nullable=False),
+    pa.field("event_time", UTC_TS, nullable=False),
+    pa.field("op", pa.string(), nullable=False),
+    pa.field("s", pa.string(), nullable=False),
+    pa.field("p", pa.string(), nullable=False),
+    pa.field("o", pa.string(), nullable=False),
+    pa.field("stream", pa.string(), nullable=False),
+    pa.field("source", pa.string(), nullable=False),
+    pa.field("ingest_id", pa.int64(), nullable=False),
+])
+
+QUARANTINE = pa.schema([
+    pa.field("ingest_id", pa.int64(), nullable=False),
+    pa.field("file", pa.string(), nullable=False),
+    pa.field("line", pa.int64(), nullable=False),
+    pa.field("raw", pa.string(), nullable=False),
+    pa.field("reason", pa.string(), nullable=False),
+    pa.field("quarantined_at", UTC_TS, nullable=False),
+])
+
+INGEST_LOG = pa.schema([
+    pa.field("ingest_id", pa.int64(), nullable=False),
+    pa.field("path", pa.string(), nullable=False),
+    pa.field("sha256", pa.string(), nullable=False),
+    pa.field("format", pa.string(), nullable=False),
+    pa.field("lines", pa.int64(), nullable=False),
+    pa.field("ingested", pa.int64(), nullable=False),
+    pa.field("quarantined", pa.int64(), nullable=False),
+    pa.field("first_seq", pa.int64(), nullable=True),
+    pa.field("last_seq", pa.int64(), nullable=True),
+    pa.field("ingested_at", UTC_TS, nullable=False),
+])
+
+#: Registered queries: one row per registration, `active` false once unregistered.
+QUERIES = pa.schema([
+    pa.field("name", pa.string(), nullable=False),
+    pa.field("text", pa.string(), nullable=False),
+    pa.field("plan", pa.string(), nullable=False),          # JSON of the compiled plan
+    pa.field("registered_batch", pa.int64(), nullable=False),
+    pa.field("registered_at", UTC_TS, nullable=False),
+    pa.field("active", pa.bool_(), nullable=False),
+])
+
+#: The micro-batch log: a `planned` row is written before any state table changes, a `done`
+#: row after the last one. A re-run finishes a planned batch reading state at the recorded versions.
+BATCHES = pa.schema([
+    pa.field("batch", pa.int64(), nullable=False),
+    pa.field("status", pa.string(), nullable=False),        # planned | done
+    pa.field("bronze_from", pa.int64(), nullable=False),    # first bronze version read (inclusive)
+    pa.field("bronze_to", pa.int64(), nullable=False),      # last bronze version read (inclusive)
+    pa.field("seq_from", pa.int64(), nullable=False),       # last seq of the previous batch (exclusive)
+    pa.field("seq_to", pa.int64(), nullable=False),         # last seq of this batch (inclusive)
+    pa.field("versions", pa.string(), nullable=False),      # JSON {table: version} (before for planned, after for done)
+    pa.field("stats", pa.string(), nullable=False),         # JSON counters
+    pa.field("logged_at", UTC_TS, nullable=False),
+])
+
+
+def empty(schema: pa.Schema) -> pa.Table:
+    """An empty Arrow table of ``schema``."""
+    return schema.empty_table()
