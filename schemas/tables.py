@@ -58,14 +58,13 @@ INGEST_LOG = pa.schema([
     pa.field("ingested_at", UTC_TS, nullable=False),
 ])
 
-#: Registered queries: one row per registration, `active` false once unregistered.
+#: Registered queries: one row per active registration (unregistering deletes the row).
 QUERIES = pa.schema([
     pa.field("name", pa.string(), nullable=False),
     pa.field("text", pa.string(), nullable=False),
     pa.field("plan", pa.string(), nullable=False),          # JSON of the compiled plan
     pa.field("registered_batch", pa.int64(), nullable=False),
     pa.field("registered_at", UTC_TS, nullable=False),
-    pa.field("active", pa.bool_(), nullable=False),
 ])
 
 #: The micro-batch log: a `planned` row is written before any state table changes, a `done`

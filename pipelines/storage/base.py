@@ -43,6 +43,7 @@ class TableStore(Protocol):
 
     root: str
     spark: "SparkSession | None"
+    backend: str
 
     def path(self, name: str) -> str:
         """Filesystem location of table ``name``."""
@@ -58,6 +59,9 @@ class TableStore(Protocol):
 
     def drop(self, name: str) -> None:
         """Remove a table and its files."""
+
+    def schema(self, name: str) -> pa.Schema:
+        """The table's Arrow schema (types as our schemas spell them)."""
 
     def version(self, name: str) -> int:
         """The latest committed version."""

@@ -1,0 +1,64 @@
+"""The registered queries: their compiled plans as stored in the ``queries`` table."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from schemas import tables as S
+from views.plan import QueryPlan, ViewDef
+
+from .lake import QUERIES, bag_table, changes_table, gold_table, now, pe_table
+from .storage import TableStore
+
+
+class CatalogError(ValueError):
+    """A query name that is unknown or already taken."""
+
+
+@dataclass(frozen=True)
+class Registered:
+    plan: QueryPlan
+    registered_batch: int
+
+
+def registered(store: TableStore) -> list[Registered]:
+    """Active queries, by name."""
+    if not store.exists(QUERIES):
+        return []
+    rows = store.read_arrow(QUERIES).to_pylist()
+    return sorted((Registered(QueryPlan.from_json(r["plan"]), r["registered_batch"]) for r in rows),
+                  key=lambda q: q.plan.name)
+
+
+def lookup(store: TableStore, name: str) -> Registered:
+    for query in registered(store):
+        if query.plan.name == name:
+            return query
+    raise CatalogError(f"no registered query named {name!r} (see: lakegraph queries)")
+
+
+def distinct_views(plans: list[QueryPlan]) -> list[ViewDef]:
+    """The views the given queries use, each once (shared views are maintained once)."""
+    seen: dict[str, ViewDef] = {}
+    for plan in plans:
+        for view in plan.views:
+            seen.setdefault(view.id, view)
+    return [seen[k] for k in sorted(seen)]
+
+
+def owned_tables(plan: QueryPlan) -> list[str]:
+    """Every table named after the query (the ones unregistering removes)."""
+    names = [gold_table(plan.name), changes_table(plan.name), bag_table(plan.name)]
+    names += [pe_table(plan.name, i) for i in range(len(plan.components))]
+    return names
+
+
+def add(store: TableStore, plan: QueryPlan, registered_batch: int) -> None:
+    row = {"name": plan.name, "text": plan.text, "plan": plan.to_json(),
+           "registered_batch": registered_batch, "registered_at": now()}
+    store.append(QUERIES, pa.Table.from_pylist([row], schema=S.QUERIES))
+
+
+def remove(store: TableStore, name: str) -> None:
+    store.delete(QUERIES, f"name = '{name}'")

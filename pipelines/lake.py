@@ -1,0 +1,130 @@
+"""The lake's layout: which tables exist, how they are named, and the micro-batch log.
+
+Per-query tables are named from the query name (checked to be a safe identifier at registration)
+and views from their content hash, so two queries with the same triple pattern share one view.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas import tables as S
+
+from .storage import TableStore, Txn
+
+BRONZE = "bronze"
+QUARANTINE = "quarantine"
+INGEST_LOG = "ingest_log"
+QUERIES = "queries"
+BATCHES = "batches"
+
+FIXED_TABLES: dict[str, pa.Schema] = {
+    BRONZE: S.BRONZE,
+    QUARANTINE: S.QUARANTINE,
+    INGEST_LOG: S.INGEST_LOG,
+    QUERIES: S.QUERIES,
+    BATCHES: S.BATCHES,
+}
+
+#: App id carried by every commit a micro-batch makes (version = batch number).
+BATCH_APP = "lakegraph-batch"
+
+
+def gold_table(query: str) -> str:
+    return f"gold_{query}"
+
+
+def changes_table(query: str) -> str:
+    return f"gold_{query}_changes"
+
+
+def pe_table(query: str, component: int) -> str:
+    return f"pe_{query}_{component}"
+
+
+def bag_table(query: str) -> str:
+    return f"pe_{query}_bag"
+
+
+def init_lake(store: TableStore) -> list[str]:
+    """Create the fixed tables that are missing; returns the names created."""
+    created = []
+    for name, schema in FIXED_TABLES.items():
+        if not store.exists(name):
+            store.create(name, schema)
+            created.append(name)
+    return created
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class BatchRecord:
+    """One row of the batch log: the bronze range a batch reads and the table versions it uses."""
+
+    batch: int
+    status: str
+    bronze_from: int
+    bronze_to: int
+    seq_from: int
+    seq_to: int
+    versions: dict[str, int] = field(default_factory=dict)
+    stats: dict[str, int] = field(default_factory=dict)
+    logged_at: datetime | None = None
+
+    def row(self) -> dict:
+        return {
+            "batch": self.batch, "status": self.status, "bronze_from": self.bronze_from,
+            "bronze_to": self.bronze_to, "seq_from": self.seq_from, "seq_to": self.seq_to,
+            "versions": json.dumps(self.versions, sort_keys=True),
+            "stats": json.dumps(self.stats, sort_keys=True), "logged_at": now(),
+        }
+
+    @classmethod
+    def from_row(cls, row: dict) -> "BatchRecord":
+        return cls(batch=row["batch"], status=row["status"], bronze_from=row["bronze_from"],
+                   bronze_to=row["bronze_to"], seq_from=row["seq_from"], seq_to=row["seq_to"],
+                   versions=json.loads(row["versions"]), stats=json.loads(row["stats"]),
+                   logged_at=row["logged_at"])
+
+
+class BatchLog:
+    """Reads and writes the ``batches`` table. A batch is ``planned`` before it changes any state
+    table and ``done`` after its last commit; the app transaction of each row makes both writes
+    idempotent."""
+
+    def __init__(self, store: TableStore) -> None:
+        self.store = store
+
+    def records(self, status: str | None = None) -> list[BatchRecord]:
+        table = self.store.read_arrow(BATCHES)
+        if status is not None:
+            table = table.filter(pc.equal(table["status"], status))
+        return sorted((BatchRecord.from_row(r) for r in table.to_pylist()), key=lambda r: r.batch)
+
+    def last_done(self) -> BatchRecord | None:
+        done = self.records("done")
+        return done[-1] if done else None
+
+    def pending(self) -> BatchRecord | None:
+        """The planned batch that has no done record (a run crashed inside it), if any."""
+        done = {r.batch for r in self.records("done")}
+        planned = [r for r in self.records("planned") if r.batch not in done]
+        return planned[-1] if planned else None
+
+    def done(self, batch: int) -> BatchRecord:
+        for record in self.records("done"):
+            if record.batch == batch:
+                return record
+        raise LookupError(f"batch {batch} has not completed")
+
+    def write(self, record: BatchRecord) -> None:
+        app = "batch-plan" if record.status == "planned" else "batch-done"
+        self.store.append(BATCHES, pa.Table.from_pylist([record.row()], schema=S.BATCHES),
+                          Txn(app, record.batch))

@@ -1,0 +1,196 @@
+"""Micro-batches from the bronze change feed into views, partial embeddings and gold, exactly once.
+
+A batch is a range of bronze rows (by ``seq``) taken from the change feed after the last completed
+batch, whole commits at a time and capped by ``max_rows`` (never splitting an event). Its life:
+
+1. a ``planned`` row in the batch log records the range and the version of every state table;
+2. every delta is computed from those versions (so a re-run computes the very same deltas);
+3. commits: views, partial embeddings, bags, gold answers, gold changes, each carrying the app
+   transaction (``lakegraph-batch``, batch) so a commit that already happened is skipped;
+4. a ``done`` row with the versions after the batch (time travel by batch reads them).
+
+A crash anywhere leaves a planned batch without a done row; the next run finishes it first.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+
+from schemas import tables as S
+from schemas.tables import MULT
+
+from . import catalog
+from .lake import BATCH_APP, BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
+from .query_maintenance import QueryMaintainer
+from .storage import TableStore, Txn
+from .storage.spark_arrow import arrow_schema_to_spark
+from .view_maintenance import compute_view_changes
+
+_MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o"]
+
+
+def changes_schema(projection: tuple[str, ...]) -> pa.Schema:
+    """Schema of a query's answer-change table."""
+    meta = [pa.field(S.QUERY, pa.string(), nullable=False), pa.field(S.BATCH, pa.int64(), nullable=False),
+            pa.field(S.BRONZE_FROM, pa.int64(), nullable=False), pa.field(S.BRONZE_TO, pa.int64(), nullable=False),
+            pa.field(S.SIGN, pa.string(), nullable=False), pa.field(S.COUNT, pa.int64(), nullable=False)]
+    return pa.schema(meta + [pa.field(v, pa.string(), nullable=False) for v in projection])
+
+
+def change_rows(query: str, record: BatchRecord, gold: pa.Table, projection: tuple[str, ...]) -> pa.Table:
+    """Signed answer changes as rows of the changes table."""
+    mult = gold[MULT]
+    n = gold.num_rows
+    columns = {
+        S.QUERY: pa.array([query] * n, pa.string()),
+        S.BATCH: pa.array([record.batch] * n, pa.int64()),
+        S.BRONZE_FROM: pa.array([record.bronze_from] * n, pa.int64()),
+        S.BRONZE_TO: pa.array([record.bronze_to] * n, pa.int64()),
+        S.SIGN: pc.if_else(pc.greater(mult, 0), "+", "-"),
+        S.COUNT: pc.abs(mult),
+    }
+    columns.update({v: gold[v] for v in projection})
+    return pa.table(columns, schema=changes_schema(projection))
+
+
+def spark_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
+    """An Arrow table as a Spark DataFrame (an empty one keeps its schema)."""
+    if table.num_rows == 0:
+        return spark.createDataFrame([], arrow_schema_to_spark(table.schema))
+    return spark.createDataFrame(table)
+
+
+@dataclass
+class RunReport:
+    batches: list[dict] = field(default_factory=list)
+
+    def summary(self) -> str:
+        if not self.batches:
+            return "up to date: no new bronze rows"
+        rows = sum(b["messages"] for b in self.batches)
+        changes = sum(b["answer_changes"] for b in self.batches)
+        return (f"ran {len(self.batches)} batch(es) {self.batches[0]['batch']}..{self.batches[-1]['batch']}: "
+                f"{rows} messages, {changes} answer changes")
+
+
+class Runner:
+    """Runs micro-batches for every registered query over one lake."""
+
+    def __init__(self, store: TableStore, spark: SparkSession) -> None:
+        self.store = store
+        self.spark = spark
+        self.log = BatchLog(store)
+
+    # -- batch boundaries -------------------------------------------------------------------
+    def _pending_rows(self, after: BatchRecord) -> pa.Table:
+        """Bronze rows after the last batch, in seq order (the change feed from its last version)."""
+        feed = self.store.changes(BRONZE, after.bronze_to)
+        feed = feed.filter(pc.and_(pc.equal(feed["_change_type"], "insert"), pc.greater(feed["seq"], after.seq_to)))
+        return feed.sort_by("seq")
+
+    @staticmethod
+    def _cut(rows: pa.Table, max_rows: int | None) -> int:
+        """How many of ``rows`` the next batch takes: all, or ``max_rows`` extended to the end of the
+        event the last one belongs to (an event's messages are never split across batches)."""
+        if max_rows is None or rows.num_rows <= max_rows:
+            return rows.num_rows
+        events = rows["event_id"].to_pylist()
+        end = max_rows
+        while end < len(events) and events[end] == events[end - 1]:
+            end += 1
+        return end
+
+    def _state_tables(self, plans) -> list[str]:
+        names = [v.id for v in catalog.distinct_views(plans)]
+        for plan in plans:
+            names += [gold_table(plan.name), changes_table(plan.name)]
+            names += list(self._maintainer(plan, {}).tables())
+        return names
+
+    def _versions(self, plans) -> dict[str, int]:
+        return {name: self.store.version(name) for name in self._state_tables(plans)}
+
+    def _maintainer(self, plan, versions: dict[str, int]) -> QueryMaintainer:
+        return QueryMaintainer(plan, lambda t: spark_frame(self.spark, t),
+                               lambda name: self.store.read(name, versions.get(name)))
+
+    # -- the loop ---------------------------------------------------------------------------
+    def run(self, max_rows: int | None = None, max_batches: int | None = None,
+            on_batch: Callable[[dict], None] | None = None) -> RunReport:
+        init_lake(self.store)
+        report = RunReport()
+        plans = [q.plan for q in catalog.registered(self.store)]
+        if not plans:
+            return report
+        pending = self.log.pending()
+        if pending is not None:
+            rows = self._rows_of(pending)
+            report.batches.append(self._process(pending, rows, plans))
+        while max_batches is None or len(report.batches) < max_batches:
+            last = self.log.last_done()
+            rows = self._pending_rows(last)
+            if rows.num_rows == 0:
+                break
+            # take successive batches from one read of the feed
+            while rows.num_rows and (max_batches is None or len(report.batches) < max_batches):
+                take = self._cut(rows, max_rows)
+                batch_rows, rows = rows.slice(0, take), rows.slice(take)
+                versions = batch_rows["_commit_version"]
+                record = BatchRecord(batch=last.batch + 1, status="planned",
+                                     bronze_from=pc.min(versions).as_py(), bronze_to=pc.max(versions).as_py(),
+                                     seq_from=last.seq_to, seq_to=pc.max(batch_rows["seq"]).as_py(),
+                                     versions=self._versions(plans))
+                self.log.write(record)
+                stats = self._process(record, batch_rows, plans)
+                report.batches.append(stats)
+                if on_batch:
+                    on_batch(stats)
+                last = self.log.last_done()
+        return report
+
+    def _rows_of(self, record: BatchRecord) -> pa.Table:
+        feed = self.store.changes(BRONZE, record.bronze_from, record.bronze_to)
+        seq = feed["seq"]
+        keep = pc.and_(pc.equal(feed["_change_type"], "insert"),
+                       pc.and_(pc.greater(seq, record.seq_from), pc.less_equal(seq, record.seq_to)))
+        return feed.filter(keep).sort_by("seq")
+
+    def _process(self, record: BatchRecord, rows: pa.Table, plans) -> dict:
+        versions = record.versions
+        txn = Txn(BATCH_APP, record.batch)
+        messages = spark_frame(self.spark, rows.select(_MESSAGE_COLUMNS))
+        views = catalog.distinct_views(plans)
+        changes = compute_view_changes(messages, views, lambda v: self.store.read(v.id, versions.get(v.id)))
+        deltas = {}
+        for plan in plans:
+            deltas[plan.name] = self._maintainer(plan, versions).delta(changes.deltas)
+        # commits, in a fixed order; each skipped if this batch already committed it
+        for view in views:
+            if changes.deltas[view.id].num_rows:
+                self.store.merge_counts(view.id, changes.deltas[view.id], view.columns, MULT, txn)
+        answer_changes = 0
+        for plan in plans:
+            delta = deltas[plan.name]
+            for name, schema in self._maintainer(plan, versions).tables().items():
+                table = delta.state.get(name)
+                if table is not None and table.num_rows:
+                    keys = [f.name for f in schema if f.name != MULT]
+                    self.store.merge_counts(name, table, keys, MULT, txn)
+            if delta.gold.num_rows:
+                self.store.merge_counts(gold_table(plan.name), delta.gold, list(plan.projection), MULT, txn)
+                self.store.append(changes_table(plan.name),
+                                  change_rows(plan.name, record, delta.gold, plan.projection), txn)
+                answer_changes += int(pc.sum(pc.abs(delta.gold[MULT])).as_py())
+        stats = {"batch": record.batch, "messages": rows.num_rows, "noops": len(changes.noop_seqs),
+                 "view_changes": sum(t.num_rows for t in changes.deltas.values()),
+                 "answer_changes": answer_changes, "bronze_from": record.bronze_from,
+                 "bronze_to": record.bronze_to}
+        done = BatchRecord(batch=record.batch, status="done", bronze_from=record.bronze_from,
+                           bronze_to=record.bronze_to, seq_from=record.seq_from, seq_to=record.seq_to,
+                           versions=self._versions(plans), stats=stats)
+        self.log.write(done)
+        return stats

@@ -1,0 +1,46 @@
+"""The independent oracle: pyoxigraph evaluating the same SPARQL on the same snapshot, as bags."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable
+
+import pyarrow as pa
+import pyoxigraph as ox
+
+Triple = tuple[str, str, str]
+
+
+def oxigraph_store(triples: Iterable[Triple]) -> ox.Store:
+    store = ox.Store()
+    data = "".join(f"{s} {p} {o} .\n" for s, p, o in triples)
+    if data:
+        store.load(data.encode(), format=ox.RdfFormat.N_TRIPLES)
+    return store
+
+
+def oracle_bag(query: str, triples: Iterable[Triple], variables: tuple[str, ...]) -> Counter:
+    """SELECT results as a bag of tuples of N-Triples terms; ASK as Counter({(): 1}) or empty."""
+    result = oxigraph_store(triples).query(query)
+    if isinstance(result, bool):
+        return Counter({(): 1}) if result else Counter()
+    bag: Counter = Counter()
+    for solution in result:
+        bag[tuple(str(solution[v]) if solution[v] is not None else None for v in variables)] += 1
+    return bag
+
+
+def table_bag(table: pa.Table, variables: tuple[str, ...]) -> Counter:
+    """A gold table (binding columns + _mult) as a bag of tuples."""
+    bag: Counter = Counter()
+    for row in table.to_pylist():
+        bag[tuple(row[v] for v in variables)] += row["_mult"]
+    return bag
+
+
+def changes_bag(table: pa.Table, variables: tuple[str, ...], upto_batch: int | None = None) -> Counter:
+    """The sum of signed answer changes (up to a batch), as a bag."""
+    bag: Counter = Counter()
+    for row in table.to_pylist():
+        if upto_batch is None or row["_batch"] <= upto_batch:
+            bag[tuple(row[v] for v in variables)] += row["_count"] if row["_sign"] == "+" else -row["_count"]
+    return +bag
