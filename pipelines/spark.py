@@ -48,8 +48,14 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(app_name).master(master or os.environ.get(MASTER_ENV) or "local[*]")
-    for key, value in {**DEFAULT_CONF, **(conf or {})}.items():
+    master = master or os.environ.get(MASTER_ENV) or "local[*]"
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = os.path.join(os.path.dirname(__file__), "log4j2.properties")
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Dlog4j.configurationFile=file:{log4j}"
+    builder = SparkSession.builder.appName(app_name).master(master)
+    defaults = {**DEFAULT_CONF, "spark.driver.extraJavaOptions": java_opts}
+    for key, value in {**defaults, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -8,7 +8,7 @@ LAKE=${LAKEGRAPH_LAKE:-./lake}
 lg() { .venv/bin/lakegraph --lake "$LAKE" "$@"; }
 rm -rf "$LAKE"
 lg init
-lg ingest examples/landing/initial.nt
+lg -q ingest examples/landing/01_initial.nt
 for q in examples/queries/*.rq; do lg register "$q"; done
 lg -q ingest examples/landing
 lg -q run

@@ -57,7 +57,7 @@ class DeltaRsStore:
         return os.path.join(self.root, name)
 
     def exists(self, name: str) -> bool:
-        return DeltaTable.is_deltatable(self.path(name))
+        return os.path.isdir(os.path.join(self.path(name), "_delta_log"))
 
     def tables(self) -> list[str]:
         if not os.path.isdir(self.root):

@@ -1,0 +1,272 @@
+"""Bronze ingest: landing files become bronze rows, exactly once, with bad input quarantined.
+
+Each file is handled under an exclusive lock on ``<lake>/_ingest.lock``, so concurrent ingests
+serialise file by file: ids and seqs are never handed out twice, bronze commit order is seq order,
+and a file (identified by absolute path and SHA-256 of its content) is ingested at most once.
+
+A file lands in three commits: quarantine, then bronze, then the ingest log. The bronze commit is
+the point of no return. Before each file, :func:`recover` repairs what a crash left behind: bronze
+ahead of the log gets its log row written (roll forward); quarantine rows ahead of the log are
+deleted (roll back) and their file is redone under the same ingest id, so a re-run ends with the
+same tables an uninterrupted run gives.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Iterator
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from tqdm import tqdm
+
+from quality.bronze import validate_bronze_batch
+from schemas import tables as S
+from schemas.formats import BadLine, ParseResult, parse, split_lines
+
+from .lake import BRONZE, FIXED_TABLES, INGEST_LOG, QUARANTINE, now
+from .storage import TableStore, Txn
+
+#: App id of the ingest commits; the transaction version is the ingest id.
+APP = "ingest"
+LOCK_FILE = "_ingest.lock"
+UNKNOWN_SHA = "unknown"
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """What happened to one file; ``status`` is ``ingested`` or ``skipped`` (already ingested)."""
+
+    path: str
+    format: str
+    status: str
+    ingest_id: int | None = None
+    lines: int = 0
+    ingested: int = 0
+    quarantined: int = 0
+    skipped_lines: int = 0
+
+
+@dataclass
+class IngestReport:
+    """Per-file rows and their totals (lines count the files actually read, not skipped ones)."""
+
+    rows: list[FileReport] = field(default_factory=list)
+
+    def _done(self) -> list[FileReport]:
+        return [r for r in self.rows if r.status == "ingested"]
+
+    @property
+    def files(self) -> int:
+        return len(self.rows)
+
+    @property
+    def lines(self) -> int:
+        return sum(r.lines for r in self._done())
+
+    @property
+    def ingested(self) -> int:
+        return sum(r.ingested for r in self._done())
+
+    @property
+    def quarantined(self) -> int:
+        return sum(r.quarantined for r in self._done())
+
+    @property
+    def skipped_lines(self) -> int:
+        return sum(r.skipped_lines for r in self._done())
+
+    @property
+    def skipped_files(self) -> int:
+        return self.files - len(self._done())
+
+    def summary(self) -> str:
+        files = "file" if self.skipped_files == 1 else "files"
+        return (f"ingested {self.ingested} rows, quarantined {self.quarantined}, "
+                f"skipped {self.skipped_files} {files} already ingested "
+                f"({self.files} files, {self.lines} lines)")
+
+
+# -- files and the lock -------------------------------------------------------------------------
+def expand_paths(paths: list[str]) -> list[str]:
+    """Absolute file paths in the order given, directories walked recursively in sorted order.
+    Hidden files and directories inside a walked directory are left out; duplicates are dropped."""
+    found: list[str] = []
+    for given in paths:
+        path = os.path.abspath(given)
+        if os.path.isdir(path):
+            walked = []
+            for root, dirs, names in os.walk(path):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                walked.extend(os.path.join(root, n) for n in names if not n.startswith("."))
+            found.extend(sorted(walked))
+        elif os.path.isfile(path):
+            found.append(path)
+        else:
+            raise FileNotFoundError(f"no such file or directory: {given}")
+    return list(dict.fromkeys(found))
+
+
+@contextmanager
+def lake_lock(root: str) -> Iterator[None]:
+    """Hold the lake's exclusive ingest lock (released by the OS if the process dies)."""
+    os.makedirs(root, exist_ok=True)
+    with open(os.path.join(root, LOCK_FILE), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _max(table: pa.Table, column: str) -> int:
+    value = pc.max(table[column]).as_py() if table.num_rows else None
+    return value or 0
+
+
+# -- crash recovery -----------------------------------------------------------------------------
+def _log_row(ingest_id: int, path: str, sha: str, fmt: str, lines: int, ingested: int,
+             quarantined: int, first_seq: int | None, last_seq: int | None, at: datetime) -> dict:
+    return {"ingest_id": ingest_id, "path": path, "sha256": sha, "format": fmt, "lines": lines,
+            "ingested": ingested, "quarantined": quarantined, "first_seq": first_seq,
+            "last_seq": last_seq, "ingested_at": at}
+
+
+def _finish_log(store: TableStore, ingest_id: int) -> None:
+    """Write the log row of a file whose bronze rows landed before a crash, from those rows.
+    The file is read again for its hash and line count when it still exists."""
+    bronze = store.read_arrow(BRONZE, columns=["seq", "source", "ingest_id"])
+    bronze = bronze.filter(pc.equal(bronze["ingest_id"], ingest_id))
+    quarantine = store.read_arrow(QUARANTINE, columns=["ingest_id"])
+    quarantined = pc.sum(pc.equal(quarantine["ingest_id"], ingest_id)).as_py() or 0
+    path = bronze["source"][0].as_py().rsplit(":", 1)[0]
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+        sha, lines = _sha256(data), parse(path, data).lines
+    except OSError:
+        sha, lines = UNKNOWN_SHA, bronze.num_rows + quarantined
+    row = _log_row(ingest_id, path, sha, parse(path, b"").format, lines, bronze.num_rows, quarantined,
+                   pc.min(bronze["seq"]).as_py(), pc.max(bronze["seq"]).as_py(), now())
+    store.append(INGEST_LOG, pa.Table.from_pylist([row], schema=S.INGEST_LOG), Txn(APP, ingest_id))
+
+
+_LOG_COLUMNS = ["ingest_id", "path", "sha256", "format", "last_seq"]
+
+
+def recover(store: TableStore) -> pa.Table:
+    """Bring quarantine and bronze back in line with the ingest log after a crash (call it under
+    the lock); returns the ingest log's identity columns as they are after the repair."""
+    log = store.read_arrow(INGEST_LOG, columns=_LOG_COLUMNS)
+    last = _max(log, "ingest_id")
+    landed = store.committed(BRONZE, APP) or 0
+    if landed > last:
+        _finish_log(store, landed)
+        log = store.read_arrow(INGEST_LOG, columns=_LOG_COLUMNS)
+        last = landed
+    if (store.committed(QUARANTINE, APP) or 0) > last:
+        stale = store.read_arrow(QUARANTINE, columns=["ingest_id"])
+        if _max(stale, "ingest_id") > last:
+            store.delete(QUARANTINE, f"ingest_id > {last}")
+    return log
+
+
+# -- one file -----------------------------------------------------------------------------------
+def _bronze_frame(parsed: ParseResult, path: str, ingest_id: int, first_seq: int,
+                  at: datetime) -> pd.DataFrame:
+    messages = parsed.messages
+    return pd.DataFrame({
+        "seq": pd.Series(range(first_seq, first_seq + len(messages)), dtype="int64"),
+        "event_id": [m.event_id or f"{ingest_id}:{m.event_key}" for m in messages],
+        "event_time": pd.Series([m.event_time or at for m in messages], dtype="datetime64[us, UTC]"),
+        "op": [m.op for m in messages],
+        "s": [m.s for m in messages],
+        "p": [m.p for m in messages],
+        "o": [m.o for m in messages],
+        "stream": [m.stream or S.DEFAULT_STREAM for m in messages],
+        "source": [f"{path}:{m.line}" for m in messages],
+        "ingest_id": pd.Series([ingest_id] * len(messages), dtype="int64"),
+    })
+
+
+def _rejected(parsed: ParseResult, data: bytes, failures: list[tuple[int, str]]) -> list[BadLine]:
+    """Bad lines for the messages the bronze suite rejected, with the original line as raw text
+    (Turtle has no line per triple: its raw text is the triple itself)."""
+    reasons: dict[int, list[str]] = {}
+    for index, reason in failures:
+        reasons.setdefault(index, []).append(reason)
+    lines = split_lines(data) if parsed.line_based else []
+    bad = []
+    for index, why in sorted(reasons.items()):
+        message = parsed.messages[index]
+        if message.line:
+            raw = lines[message.line - 1].decode("utf-8", errors="backslashreplace")
+        else:
+            raw = f"{message.s} {message.p} {message.o} ."
+        bad.append(BadLine.of(message.line, raw, "; ".join(why)))
+    return bad
+
+
+def _quarantine_table(bad: list[BadLine], path: str, ingest_id: int, at: datetime) -> pa.Table:
+    return pa.Table.from_pylist(
+        [{"ingest_id": ingest_id, "file": path, "line": b.line, "raw": b.raw, "reason": b.reason,
+          "quarantined_at": at} for b in sorted(bad, key=lambda b: b.line)], schema=S.QUARANTINE)
+
+
+def _ingest_file(store: TableStore, log: pa.Table, path: str, data: bytes) -> FileReport:
+    """Ingest one file; the caller holds the lake lock and passes the log :func:`recover` returned."""
+    sha = _sha256(data)
+    done = log.filter(pc.and_(pc.equal(log["path"], path), pc.equal(log["sha256"], sha)))
+    if done.num_rows:
+        return FileReport(path, done["format"][0].as_py(), "skipped", done["ingest_id"][0].as_py())
+    parsed = parse(path, data)
+    ingest_id = _max(log, "ingest_id") + 1
+    first_seq = _max(log, "last_seq") + 1
+    at = now()
+
+    frame = _bronze_frame(parsed, path, ingest_id, first_seq, at)
+    bad = list(parsed.bad)
+    if len(frame):
+        good, failures, _ = validate_bronze_batch(frame)
+        bad += _rejected(parsed, data, failures)
+        frame = frame[good].assign(seq=lambda f: range(first_seq, first_seq + len(f)))
+    bronze = pa.Table.from_pandas(frame, schema=S.BRONZE, preserve_index=False)
+
+    if bad:
+        # A rolled-back attempt of this id already moved the quarantine's transaction marker to it
+        # (markers never go back) and recover() deleted its rows: then write without the marker.
+        marked = (store.committed(QUARANTINE, APP) or 0) >= ingest_id
+        store.append(QUARANTINE, _quarantine_table(bad, path, ingest_id, at),
+                     None if marked else Txn(APP, ingest_id))
+    if bronze.num_rows:
+        store.append(BRONZE, bronze, Txn(APP, ingest_id))
+    last_seq = first_seq + bronze.num_rows - 1 if bronze.num_rows else None
+    row = _log_row(ingest_id, path, sha, parsed.format, parsed.lines, bronze.num_rows, len(bad),
+                   first_seq if bronze.num_rows else None, last_seq, at)
+    store.append(INGEST_LOG, pa.Table.from_pylist([row], schema=S.INGEST_LOG), Txn(APP, ingest_id))
+    return FileReport(path, parsed.format, "ingested", ingest_id, parsed.lines, bronze.num_rows,
+                      len(bad), parsed.skipped)
+
+
+def ingest_paths(store: TableStore, paths: list[str], progress: bool = False) -> IngestReport:
+    """Ingest files and directories into bronze (creating the ingest tables when missing)."""
+    files = expand_paths(paths)
+    report = IngestReport()
+    with lake_lock(store.root):
+        for name in (QUARANTINE, BRONZE, INGEST_LOG):
+            store.create(name, FIXED_TABLES[name])
+    for path in tqdm(files, desc="ingest", unit="file", disable=not progress):
+        with open(path, "rb") as handle:
+            data = handle.read()
+        with lake_lock(store.root):
+            report.rows.append(_ingest_file(store, recover(store), path, data))
+    return report

@@ -1,0 +1,110 @@
+"""Table maintenance: compact small files and vacuum old ones, without breaking time travel or the
+change feed.
+
+Every micro-batch adds a few small files to each table it touches; compaction rewrites them into
+larger ones (an OPTIMIZE commit with ``dataChange=false``, which the change feed does not report, so
+the Runner never reads compacted rows as new messages). Vacuum then deletes files that no current
+version uses and that were removed longer than ``retention_hours`` ago. Two things still need some of
+those files:
+
+* time travel: every version of the last ``horizon_hours`` (7 days by default) must stay readable, so a
+  shorter retention is refused unless forced;
+* the bronze change feed: the Runner reads bronze from the last completed batch's ``bronze_to``
+  version (inclusive) onwards, so every file of those versions must survive, forced or not. Bronze
+  is still compacted (that only marks files removed); its vacuum retention is stretched back to the
+  commit time of that version, which keeps exactly the files a version from then on can reference.
+
+An interrupted batch is refused outright: its re-run reads state tables at the versions its plan
+recorded, which a forced vacuum could remove.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .lake import BATCHES, BRONZE, BatchLog, now
+from .storage import TableStore
+
+#: How far back time travel is guaranteed (Delta's own default for deleted-file retention).
+TIME_TRAVEL_HORIZON_HOURS = 168
+
+
+class MaintenanceError(ValueError):
+    """Maintenance refused; the message says why in one line."""
+
+
+@dataclass(frozen=True)
+class TableMaintenance:
+    """What maintenance did to one table."""
+
+    table: str
+    files_removed: int
+    files_added: int
+    vacuumed: int
+    retention_hours: int
+    note: str = ""
+
+    def line(self) -> str:
+        text = (f"{self.table:<40} compacted {self.files_removed:>4} -> {self.files_added:<4} files, "
+                f"vacuumed {self.vacuumed:>4} (retention {self.retention_hours} h)")
+        return f"{text}; {self.note}" if self.note else text
+
+
+@dataclass
+class MaintenanceReport:
+    retention_hours: int
+    tables: list[TableMaintenance] = field(default_factory=list)
+
+    def summary(self) -> str:
+        compacted = sum(t.files_removed for t in self.tables)
+        vacuumed = sum(t.vacuumed for t in self.tables)
+        lines = [t.line() for t in self.tables]
+        lines.append(f"maintained {len(self.tables)} table(s): {compacted} small file(s) compacted, "
+                     f"{vacuumed} file(s) vacuumed")
+        return "\n".join(lines)
+
+
+def feed_floor_hours(store: TableStore) -> tuple[int, int] | None:
+    """``(bronze version, hours)``: the oldest bronze version the change feed will still read and
+    the vacuum retention that keeps its files; None when no batch has completed (the Runner has no
+    feed position yet, and a registration reads the bronze snapshot, not the feed)."""
+    if not store.exists(BATCHES):
+        return None
+    last = BatchLog(store).last_done()
+    if last is None:
+        return None
+    stamps = {c["version"]: c["timestamp"] for c in store.history(BRONZE)}
+    if last.bronze_to not in stamps:
+        raise MaintenanceError(f"bronze version {last.bronze_to}, where the change feed resumes, is no longer in its log")
+    age = (now() - stamps[last.bronze_to]).total_seconds() / 3600
+    return last.bronze_to, math.ceil(age) + 1   # +1 h: deletion stamps and commit stamps may differ slightly
+
+
+def _files(metrics: dict, key: str) -> int:
+    """A count from compaction metrics (delta-rs returns them flat, delta-spark under ``metrics``)."""
+    return int(metrics.get("metrics", metrics).get(key) or 0)
+
+
+def maintain(store: TableStore, retention_hours: int = TIME_TRAVEL_HORIZON_HOURS, force: bool = False,
+             horizon_hours: int = TIME_TRAVEL_HORIZON_HOURS) -> MaintenanceReport:
+    """Compact then vacuum every table of the lake; see the module docstring for what is kept."""
+    if retention_hours < 0:
+        raise MaintenanceError(f"retention must be at least 0 hours, got {retention_hours}")
+    if retention_hours < horizon_hours and not force:
+        raise MaintenanceError(f"retention {retention_hours} h is shorter than the {horizon_hours} h time-travel "
+                               f"horizon; use force to give up time travel beyond {retention_hours} h")
+    if store.exists(BATCHES) and (pending := BatchLog(store).pending()) is not None:
+        raise MaintenanceError(f"batch {pending.batch} was interrupted; finish it with 'lakegraph run' "
+                               "before maintenance")
+    floor = feed_floor_hours(store) if store.exists(BRONZE) else None
+    report = MaintenanceReport(retention_hours)
+    for name in store.tables():
+        metrics = store.compact(name)
+        retention, note = retention_hours, ""
+        if name == BRONZE and floor is not None and floor[1] > retention_hours:
+            retention = floor[1]
+            note = f"kept files from version {floor[0]} on for the unconsumed change feed"
+        removed = store.vacuum(name, retention)
+        report.tables.append(TableMaintenance(name, _files(metrics, "numFilesRemoved"),
+                                              _files(metrics, "numFilesAdded"), len(removed), retention, note))
+    return report

@@ -1,0 +1,93 @@
+"""Great Expectations plumbing shared by the expectation suites.
+
+Why one cached ephemeral context: creating a GX context and its data sources costs far more than
+running a small suite, and ingest validates every file. The context keeps nothing on disk, sends no
+analytics and shows no progress bars. Suites are registered once; a validation definition is made
+once per (suite, pandas|spark) pair and reused with each new DataFrame as its batch.
+"""
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Any
+
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+import great_expectations as gx  # noqa: E402  (the environment must be set before the import)
+import pandas as pd  # noqa: E402
+from great_expectations.core import ExpectationSuiteValidationResult  # noqa: E402
+from great_expectations.data_context.types.base import (  # noqa: E402
+    DataContextConfig, InMemoryStoreBackendDefaults, ProgressBarsConfig)
+
+
+@lru_cache(maxsize=1)
+def context() -> Any:
+    """The process's ephemeral GX context (created on first use)."""
+    config = DataContextConfig(store_backend_defaults=InMemoryStoreBackendDefaults(),
+                               progress_bars=ProgressBarsConfig(globally=False),
+                               analytics_enabled=False)
+    return gx.get_context(mode="ephemeral", project_config=config)
+
+
+def register(suite: gx.ExpectationSuite) -> gx.ExpectationSuite:
+    """``suite`` as stored in the context (added on first use, by name)."""
+    ctx = context()
+    try:
+        return ctx.suites.get(suite.name)
+    except gx.exceptions.DataContextError:
+        return ctx.suites.add(suite)
+
+
+def _kind(data: Any) -> str:
+    if isinstance(data, pd.DataFrame):
+        return "pandas"
+    if hasattr(data, "sparkSession"):
+        return "spark"
+    raise TypeError(f"cannot validate a {type(data).__name__}: expected a pandas or Spark DataFrame")
+
+
+@lru_cache(maxsize=None)
+def _definition(suite_name: str, kind: str) -> gx.ValidationDefinition:
+    ctx = context()
+    source_name = f"{kind}_frames"
+    try:
+        source = ctx.data_sources.get(source_name)
+    except KeyError:
+        source = ctx.data_sources.add_pandas(source_name) if kind == "pandas" else \
+            ctx.data_sources.add_spark(source_name)
+    asset = source.add_dataframe_asset(f"{suite_name}_frame")
+    batch = asset.add_batch_definition_whole_dataframe("whole")
+    suite = ctx.suites.get(suite_name)
+    return ctx.validation_definitions.add(
+        gx.ValidationDefinition(name=f"{suite_name}_{kind}", data=batch, suite=suite))
+
+
+def run(suite: gx.ExpectationSuite, data: Any,
+        result_format: str = "SUMMARY") -> ExpectationSuiteValidationResult:
+    """Validate a pandas or Spark DataFrame against ``suite``. ``COMPLETE`` lists every unexpected
+    row index (pandas); ``SUMMARY`` gives counts and a sample, which suits whole tables."""
+    name = register(suite).name
+    return _definition(name, _kind(data)).run(batch_parameters={"dataframe": data},
+                                              result_format={"result_format": result_format})
+
+
+def describe(config: Any) -> str:
+    """``expectation_type(column): description``, the reason a failing row is quarantined with."""
+    column = config.kwargs.get("column")
+    head = f"{config.type}({column})" if column else config.type
+    return f"{head}: {config.description}" if config.description else head
+
+
+def failures(result: ExpectationSuiteValidationResult) -> list[tuple[Any, str]]:
+    """``(row index, reason)`` for every row an expectation rejected, in expectation order.
+    An expectation that could not run (a missing column) is a schema bug, not bad data: it raises."""
+    found: list[tuple[Any, str]] = []
+    for outcome in result.results:
+        if outcome.success:
+            continue
+        reason = describe(outcome.expectation_config)
+        info = outcome.exception_info or {}
+        if info.get("raised_exception"):
+            raise RuntimeError(f"{reason} could not run: {info.get('exception_message')}")
+        found.extend((index, reason) for index in outcome.result.get("unexpected_index_list") or [])
+    return found

@@ -1,0 +1,108 @@
+"""The records every format parser produces, and the line handling they share.
+
+Why parsers never raise on bad input: one bad line must not stop a feed. Each input line becomes a
+:class:`Message`, a :class:`BadLine` (quarantined with its reason) or a skipped line (blank, comment,
+header, transaction control), and :class:`ParseResult` keeps the three counts so that every line of
+every file can be accounted for.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Iterator
+
+#: Raw text kept for a bad line, in characters; longer lines are cut (the reason says so).
+RAW_LIMIT = 65536
+
+
+@dataclass(frozen=True)
+class Message:
+    """One change to the graph. ``event_key`` groups the messages of one event within a file;
+    ``event_id`` is set when the file names the event itself (RDF Patch ``H id``); terms are
+    canonical N-Triples strings; ``stream`` is a plain IRI (the graph name) or None."""
+
+    seq_in_file: int
+    line: int
+    event_key: str
+    event_time: datetime | None
+    op: str
+    s: str
+    p: str
+    o: str
+    stream: str | None = None
+    event_id: str | None = None
+
+
+@dataclass(frozen=True)
+class BadLine:
+    """An input line that could not become a message (``line`` 0: the whole file)."""
+
+    line: int
+    raw: str
+    reason: str
+
+    @classmethod
+    def of(cls, line: int, raw: str, reason: str) -> "BadLine":
+        """A bad line whose raw text is cut to :data:`RAW_LIMIT` characters, saying so."""
+        if len(raw) > RAW_LIMIT:
+            return cls(line, raw[:RAW_LIMIT], f"{reason} (truncated)")
+        return cls(line, raw, reason)
+
+
+@dataclass
+class ParseResult:
+    """What one file gave. For line-based formats every line is exactly one message, bad line or
+    skipped line. Turtle is not line based: its triples (or its one syntax error) stand for the
+    whole file, so only ``lines`` and ``skipped`` (0) are comparable there."""
+
+    format: str
+    lines: int = 0
+    messages: list[Message] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)
+    skipped: int = 0
+    line_based: bool = True
+
+    @property
+    def balanced(self) -> bool:
+        """Whether messages + bad lines + skipped lines == lines (always true when not line based)."""
+        return not self.line_based or len(self.messages) + len(self.bad) + self.skipped == self.lines
+
+    def add(self, message: Message) -> None:
+        self.messages.append(message)
+
+    def next_seq(self) -> int:
+        return len(self.messages) + 1
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """Physical lines without their terminator (``\\n`` or ``\\r\\n``); no final empty line."""
+    if not data:
+        return []
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return [line[:-1] if line.endswith(b"\r") else line for line in lines]
+
+
+def decode(data: bytes) -> Iterator[tuple[int, str] | BadLine]:
+    """Each line as ``(number, text)``, or as a :class:`BadLine` when it is not valid UTF-8.
+    A byte order mark at the start of the file is dropped."""
+    for number, raw in enumerate(split_lines(data), start=1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        try:
+            yield number, raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield BadLine.of(number, raw.decode("utf-8", errors="backslashreplace"),
+                             f"invalid UTF-8 at byte {exc.start}")
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO-8601 timestamp with a UTC offset (or ``Z``), converted to UTC."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"bad time {text!r}: not ISO-8601") from None
+    if value.tzinfo is None:
+        raise ValueError(f"time {text!r} has no UTC offset")
+    return value.astimezone(timezone.utc)

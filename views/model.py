@@ -1,0 +1,189 @@
+"""The parsed query: triple patterns over canonical N-Triples constants, and FILTER expression trees.
+
+Everything is a frozen dataclass so that patterns and expressions can be compared, hashed and used
+as keys (views are shared by equal canonical patterns). Constants are canonical N-Triples strings
+(see :mod:`views.terms`), so a constant in a pattern is compared with data terms as a plain string.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator, Union
+
+
+@dataclass(frozen=True)
+class Var:
+    """A query variable (blank nodes of the pattern become fresh, non-projected variables)."""
+
+    name: str
+
+
+#: A triple-pattern position: a variable, or a constant term in canonical N-Triples syntax.
+Node = Union[Var, str]
+
+
+@dataclass(frozen=True)
+class TriplePattern:
+    s: Node
+    p: Node
+    o: Node
+
+    def nodes(self) -> tuple[tuple[str, Node], ...]:
+        """``(position, node)`` in s, p, o order."""
+        return (("s", self.s), ("p", self.p), ("o", self.o))
+
+    def variables(self) -> tuple[str, ...]:
+        """Distinct variable names in order of first appearance (s, p, o)."""
+        return tuple(dict.fromkeys(n.name for _, n in self.nodes() if isinstance(n, Var)))
+
+    def text(self) -> str:
+        """SPARQL-like spelling, e.g. ``?x <http://x/knows> ?y``."""
+        return " ".join(f"?{n.name}" if isinstance(n, Var) else n for _, n in self.nodes())
+
+
+# -- FILTER expressions ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Const:
+    """A constant term (canonical N-Triples)."""
+
+    term: str
+
+
+@dataclass(frozen=True)
+class Unbound:
+    """A variable that can never be bound where the FILTER is evaluated: one used in a nested
+    group's FILTER but bound only outside that group (SPARQL scoping), or one of another pattern
+    once a FILTER is pushed into a view. ``bound()`` of it is false, anything else an error."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Not:
+    arg: "Expr"
+
+
+@dataclass(frozen=True)
+class And:
+    args: tuple["Expr", ...]
+
+
+@dataclass(frozen=True)
+class Or:
+    args: tuple["Expr", ...]
+
+
+#: Comparison operators, as written in SPARQL.
+COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
+
+
+@dataclass(frozen=True)
+class Compare:
+    op: str
+    left: "Expr"
+    right: "Expr"
+
+
+#: Supported built-in functions (upper case; ISURI is spelled ISIRI) and whether each returns a boolean.
+FUNCTIONS: dict[str, bool] = {
+    "BOUND": True, "ISIRI": True, "ISBLANK": True, "ISLITERAL": True, "ISNUMERIC": True,
+    "REGEX": True, "LANGMATCHES": True, "SAMETERM": True,
+    "STR": False, "LANG": False, "DATATYPE": False,
+}
+
+
+@dataclass(frozen=True)
+class Call:
+    """A built-in call. REGEX keeps its pattern and flags as constant simple literals."""
+
+    name: str
+    args: tuple["Expr", ...]
+
+
+Expr = Union[Var, Const, Unbound, Not, And, Or, Compare, Call]
+
+
+def children(expr: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of ``expr``."""
+    if isinstance(expr, Not):
+        return (expr.arg,)
+    if isinstance(expr, (And, Or, Call)):
+        return expr.args
+    if isinstance(expr, Compare):
+        return (expr.left, expr.right)
+    return ()
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """``expr`` and all its sub-expressions, pre-order."""
+    yield expr
+    for child in children(expr):
+        yield from walk(child)
+
+
+def expr_variables(expr: Expr) -> tuple[str, ...]:
+    """Names of the (possibly bound) variables ``expr`` mentions, in order of first appearance."""
+    return tuple(dict.fromkeys(e.name for e in walk(expr) if isinstance(e, Var)))
+
+
+def map_vars(expr: Expr, fn: Callable[[Var], Expr]) -> Expr:
+    """``expr`` with every :class:`Var` replaced by ``fn(var)`` (renaming, or unbinding)."""
+    if isinstance(expr, Var):
+        return fn(expr)
+    if isinstance(expr, Not):
+        return Not(map_vars(expr.arg, fn))
+    if isinstance(expr, And):
+        return And(tuple(map_vars(a, fn) for a in expr.args))
+    if isinstance(expr, Or):
+        return Or(tuple(map_vars(a, fn) for a in expr.args))
+    if isinstance(expr, Compare):
+        return Compare(expr.op, map_vars(expr.left, fn), map_vars(expr.right, fn))
+    if isinstance(expr, Call):
+        return Call(expr.name, tuple(map_vars(a, fn) for a in expr.args))
+    return expr
+
+
+def conjuncts(expr: Expr) -> tuple[Expr, ...]:
+    """The top-level ``&&`` operands: FILTER(A && B) keeps exactly the rows FILTER(A) FILTER(B) keeps,
+    so each conjunct can be placed (pushed down) on its own."""
+    if isinstance(expr, And):
+        return tuple(c for a in expr.args for c in conjuncts(a))
+    return (expr,)
+
+
+def expr_text(expr: Expr) -> str:
+    """A deterministic, fully parenthesised SPARQL-like spelling (part of a view's canonical form,
+    so it must tell apart every two different expressions)."""
+    if isinstance(expr, Var):
+        return f"?{expr.name}"
+    if isinstance(expr, Const):
+        return expr.term
+    if isinstance(expr, Unbound):
+        return "UNBOUND"
+    if isinstance(expr, Not):
+        return f"!{expr_text(expr.arg)}"
+    if isinstance(expr, (And, Or)):
+        sep = " && " if isinstance(expr, And) else " || "
+        return "(" + sep.join(expr_text(a) for a in expr.args) + ")"
+    if isinstance(expr, Compare):
+        return f"({expr_text(expr.left)} {expr.op} {expr_text(expr.right)})"
+    return f"{expr.name}(" + ", ".join(expr_text(a) for a in expr.args) + ")"
+
+
+# -- the query ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Query:
+    """A SELECT or ASK query whose WHERE is one basic graph pattern with FILTERs.
+
+    ``patterns`` are distinct, in source order; ``filters`` are the FILTER expressions (scoping of
+    nested groups already applied); ``variables`` are all pattern variables in order of first
+    appearance, including the fresh ones standing for blank nodes; ``projection`` the output
+    variables in order (empty for ASK).
+    """
+
+    text: str
+    form: str
+    patterns: tuple[TriplePattern, ...]
+    filters: tuple[Expr, ...]
+    projection: tuple[str, ...]
+    distinct: bool
+    variables: tuple[str, ...]

@@ -1,0 +1,232 @@
+"""The compiled plan the Spark engine executes, its JSON form, and a readable explanation.
+
+A query becomes:
+
+* **views**, one per distinct canonical triple pattern plus the FILTERs that only need that
+  pattern's variables (pushed down so rows are pruned before being stored). Variables are renamed
+  ``?v0, ?v1...`` in order of first appearance, so equal patterns of different queries (up to
+  renaming) with the same pushed filter share one view, identified by a hash of that form;
+* **components**, the connected-variable decomposition (see :mod:`views.decompose`), each a join of
+  its patterns' views with a delta join order per pattern and the FILTERs that need several of its
+  patterns;
+* a **query filter** for FILTERs spanning components (or with no variable bound by the pattern),
+  applied to the product of the components before projection.
+
+A FILTER is split at its top-level ``&&`` first, so each conjunct goes as low as it can; a conjunct
+is pushed into *every* pattern holding all its variables (each copy prunes its own view).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+from .decompose import Part, decompose, delta_orders, overlap_edges, query_class, star_decomposition
+from .filters import TRUE, filter_sql
+from .model import And, Expr, Query, TriplePattern, Unbound, Var, conjuncts, expr_text, expr_variables, map_vars
+
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+
+
+@dataclass(frozen=True)
+class ViewDef:
+    """One distinct canonical triple pattern (+ pushed atomic filters); shared across queries."""
+
+    id: str                                   # "v_" + first 16 hex of sha256(canonical)
+    canonical: str                            # e.g. '?v0 <http://x/knows> ?v1 FILTER(...)'
+    s: str | None                             # constant at the subject, None for a variable
+    p: str | None
+    o: str | None
+    columns: tuple[str, ...]                  # ("v0", "v1", ...), distinct variables in order
+    positions: tuple[tuple[str, str], ...]    # (position, column) for every variable position
+    filter_sql: str | None                    # pushed filters over the view columns
+
+
+@dataclass(frozen=True)
+class PatternRef:
+    view: str                                 # ViewDef.id
+    bind: tuple[tuple[str, str], ...]         # (view column, query variable)
+
+
+@dataclass(frozen=True)
+class Component:
+    """One subquery of the connected-variable decomposition."""
+
+    kind: str                                 # 'ground' | 'simple var-centric star' | 'var-connected'
+    variables: tuple[str, ...]                # empty for ground
+    patterns: tuple[PatternRef, ...]
+    filter_sql: str | None                    # filters over several of its patterns, on query variables
+    stars: tuple[tuple[str, tuple[int, ...]], ...]   # (centre, indexes into patterns)
+    delta_orders: tuple[tuple[int, ...], ...]        # delta_orders[i] starts with i
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    name: str
+    text: str
+    form: str                                 # 'select' | 'ask'
+    query_class: str
+    projection: tuple[str, ...]
+    distinct: bool
+    views: tuple[ViewDef, ...]
+    components: tuple[Component, ...]
+    filter_sql: str | None                    # filters spanning components, on query variables
+
+    def to_json(self) -> str:
+        """The plan as JSON (stored in the queries table)."""
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> "QueryPlan":
+        """The plan :meth:`to_json` wrote (lists back to tuples)."""
+        data = json.loads(text)
+        views = tuple(ViewDef(**{**v, "columns": tuple(v["columns"]),
+                                 "positions": _pairs(v["positions"])}) for v in data["views"])
+        components = tuple(Component(
+            kind=c["kind"], variables=tuple(c["variables"]),
+            patterns=tuple(PatternRef(r["view"], _pairs(r["bind"])) for r in c["patterns"]),
+            filter_sql=c["filter_sql"],
+            stars=tuple((centre, tuple(ix)) for centre, ix in c["stars"]),
+            delta_orders=tuple(tuple(o) for o in c["delta_orders"])) for c in data["components"])
+        return cls(**{**data, "projection": tuple(data["projection"]), "views": views,
+                      "components": components})
+
+
+def _pairs(items: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
+    return tuple((a, b) for a, b in items)
+
+
+def validate_name(name: str) -> str:
+    """``name`` if it can name a query (it becomes part of table names), else ValueError."""
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"invalid query name {name!r}: use a letter, then up to 63 letters, digits or _")
+    return name
+
+
+# -- compiling ------------------------------------------------------------------------------------
+def compile_query(query: Query, name: str) -> QueryPlan:
+    """The plan of ``query`` registered as ``name``."""
+    validate_name(name)
+    patterns = query.patterns
+    parts = decompose(patterns)
+    pushed: dict[int, list[Expr]] = {i: [] for i in range(len(patterns))}
+    local: dict[int, list[Expr]] = {k: [] for k in range(len(parts))}
+    spanning: list[Expr] = []
+    for conjunct in dict.fromkeys(c for f in query.filters for c in conjuncts(f)):
+        bound = set(expr_variables(conjunct)) & set(query.variables)
+        owners = [i for i, p in enumerate(patterns) if bound and bound <= set(p.variables())]
+        homes = [k for k, part in enumerate(parts) if bound and bound <= set(part.variables)]
+        for i in owners:
+            pushed[i].append(conjunct)
+        if not owners:
+            (local[homes[0]] if homes else spanning).append(conjunct)
+    views = [_view(patterns[i], pushed[i]) for i in range(len(patterns))]
+    components = tuple(_component(part, patterns, views, local[k]) for k, part in enumerate(parts))
+    return QueryPlan(
+        name=name, text=query.text, form=query.form, query_class=query_class(parts),
+        projection=query.projection, distinct=query.distinct,
+        views=tuple({v.id: v for v, _ in views}.values()), components=components,
+        filter_sql=_sql(spanning, set(query.variables)))
+
+
+def _sql(exprs: list[Expr], columns: set[str]) -> str | None:
+    """The SQL of the conjunction of ``exprs``; None when there is nothing to filter."""
+    if not exprs:
+        return None
+    sql = filter_sql(exprs[0] if len(exprs) == 1 else And(tuple(exprs)), columns)
+    return None if sql == TRUE else sql
+
+
+def _view(pattern: TriplePattern, exprs: list[Expr]) -> tuple[ViewDef, tuple[tuple[str, str], ...]]:
+    """The view of one pattern with its pushed filters, and how its columns bind query variables."""
+    rename = {v: f"v{k}" for k, v in enumerate(pattern.variables())}
+
+    def local(var: Var) -> Expr:
+        return Var(rename[var.name]) if var.name in rename else Unbound(var.name)
+
+    renamed = sorted({expr_text(e): e for e in (map_vars(x, local) for x in exprs)}.items())
+    canonical = TriplePattern(*(Var(rename[n.name]) if isinstance(n, Var) else n
+                                for _, n in pattern.nodes())).text()
+    if renamed:
+        canonical += " FILTER(" + " && ".join(text for text, _ in renamed) + ")"
+    columns = tuple(rename.values())
+    view = ViewDef(
+        id="v_" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16],
+        canonical=canonical,
+        s=None if isinstance(pattern.s, Var) else pattern.s,
+        p=None if isinstance(pattern.p, Var) else pattern.p,
+        o=None if isinstance(pattern.o, Var) else pattern.o,
+        columns=columns,
+        positions=tuple((pos, rename[n.name]) for pos, n in pattern.nodes() if isinstance(n, Var)),
+        filter_sql=_sql([e for _, e in renamed], set(columns)))
+    return view, tuple((col, var) for var, col in rename.items())
+
+
+def _component(part: Part, patterns: Sequence[TriplePattern],
+               views: Sequence[tuple[ViewDef, tuple[tuple[str, str], ...]]], exprs: list[Expr]) -> Component:
+    mine = [patterns[i] for i in part.patterns]
+    return Component(
+        kind=part.kind, variables=part.variables,
+        patterns=tuple(PatternRef(views[i][0].id, views[i][1]) for i in part.patterns),
+        filter_sql=_sql(exprs, set(part.variables)),
+        stars=star_decomposition(mine), delta_orders=delta_orders(mine))
+
+
+# -- explaining -----------------------------------------------------------------------------------
+def explain(plan: QueryPlan) -> str:
+    """A readable account of the plan: decomposition, views, state tables and delta plan."""
+    views = {v.id: v for v in plan.views}
+    head = "ASK" if plan.form == "ask" else \
+        "SELECT " + ("DISTINCT " if plan.distinct else "") + " ".join(f"?{v}" for v in plan.projection)
+    lines = [f"query {plan.name}: {head}", f"class: {plan.query_class}",
+             f"connected-variable decomposition: {len(plan.components)} subquer"
+             f"{'y' if len(plan.components) == 1 else 'ies'}"]
+    for k, comp in enumerate(plan.components):
+        lines += _explain_component(k, comp, views)
+    lines.append(f"views ({len(plan.views)}):")
+    lines += [f"  {v.id}  {v.canonical}" for v in plan.views]
+    lines.append("tables:")
+    if len(plan.components) > 1:
+        lines.append("  partial embeddings: " + ", ".join(
+            f"pe_{plan.name}_{k} (C{k})" for k in range(len(plan.components))))
+    else:
+        lines.append("  partial embeddings: none (a single subquery: its embeddings are the answers)")
+    if plan.distinct or plan.form == "ask":
+        lines.append(f"  projected bag: pe_{plan.name}_bag ({'DISTINCT' if plan.distinct else 'ASK'}: "
+                     "answers are the bindings with positive count)")
+    lines.append(f"  gold: gold_{plan.name} (answers), gold_{plan.name}_changes (answer changes per batch)")
+    if len(plan.components) > 1:
+        lines.append("answers: " + " × ".join(f"C{k}" for k in range(len(plan.components)))
+                     + "; Δ(C0 × ... × Cn) = Σ_i C0' × ... × ΔCi × ... × Cn (' = after the batch)")
+    if plan.filter_sql:
+        lines.append(f"query filter (after the product): {plan.filter_sql}")
+    return "\n".join(lines)
+
+
+def _explain_component(k: int, comp: Component, views: dict[str, ViewDef]) -> list[str]:
+    variables = " ".join(f"?{v}" for v in comp.variables)
+    lines = [f"  C{k}: {comp.kind}" + (f" {{{variables}}}" if variables else "")]
+    for i, ref in enumerate(comp.patterns):
+        lines.append(f"    t{i}  {_pattern_text(ref, views[ref.view])}    [{ref.view}]")
+    if comp.filter_sql:
+        lines.append(f"    filter: {comp.filter_sql}")
+    if comp.stars:
+        lines.append("    star decomposition: " + "; ".join(
+            f"?{centre}: " + ", ".join(f"t{i}" for i in ix) for centre, ix in comp.stars))
+        edges = overlap_edges(comp.stars)
+        lines.append("    overlapping-subqueries graph: " + (", ".join(
+            f"?{comp.stars[a][0]} -- ?{comp.stars[b][0]}" for a, b in edges) or "no edges"))
+    lines.append("    delta plan:")
+    for i, order in enumerate(comp.delta_orders):
+        joins = " ⋈ ".join([f"Δ({comp.patterns[i].view})"] + [comp.patterns[j].view for j in order[1:]])
+        lines.append(f"      t{i}: {joins}  in order " + ", ".join(f"t{j}" for j in order))
+    return lines
+
+
+def _pattern_text(ref: PatternRef, view: ViewDef) -> str:
+    """The query's triple pattern, rebuilt from its view and bindings."""
+    var_of = dict(ref.bind)
+    at = {pos: f"?{var_of[col]}" for pos, col in view.positions}
+    return " ".join(at.get(pos) or str(const) for pos, const in (("s", view.s), ("p", view.p), ("o", view.o)))

@@ -1,0 +1,352 @@
+"""SPARQL text to the :class:`~views.model.Query` model, or a one-line reason why not.
+
+rdflib parses the text (:func:`parseQuery`) and translates it to SPARQL algebra
+(:func:`translateQuery`); we walk the algebra with one method per node, the way rdflib's own
+evaluator does, accepting only what an incremental BGP engine can maintain: SELECT (``*``, a list,
+DISTINCT; REDUCED is treated as a plain SELECT) or ASK over one basic graph pattern (several groups
+are joined into it) with FILTERs. Every other construct is refused by name with its line.
+
+Choices worth knowing:
+
+* FILTER scoping follows SPARQL: a FILTER inside a nested group sees only that group's variables;
+  variables it mentions that are bound only outside become :class:`~views.model.Unbound`.
+* Blank nodes in the pattern act as variables that are never projected: they are renamed to fresh
+  variables ``_b0``, ``_b1``... (skipping names the query already uses), in source order.
+* ``IN`` / ``NOT IN`` are accepted as the ``||`` of ``=`` / the ``&&`` of ``!=`` SPARQL defines them as.
+* Triple patterns keep source order (rdflib's algebra reorders them), duplicates are dropped (a BGP
+  is a set), and SELECT * lists the non-blank-node variables in order of first appearance.
+* A projected variable that no triple pattern binds is refused (it would be unbound in every row).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Iterator
+
+from pyparsing import ParseBaseException
+from rdflib.paths import Path
+from rdflib.plugins.sparql.algebra import translateQuery
+from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
+from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib.term import BNode, Identifier, Literal, URIRef, Variable
+
+from schemas.tables import RESERVED_COLUMNS
+
+from .errors import QuerySyntaxError, UnsupportedQuery
+from .model import (COMPARISONS, FUNCTIONS, And, Call, Compare, Const, Expr, Not, Or, Query,
+                    TriplePattern, Unbound, Var, walk)
+from .source import Source, keyword
+from .terms import XSD, XSD_STRING, render
+
+_RDF_NIL = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#nil")
+_REGEX_FLAGS = set("smixq")
+_AGGREGATE_RE = keyword(r"(COUNT|SUM|MIN|MAX|AVG|SAMPLE|GROUP_CONCAT)") + r"\s*\("
+_UPDATE_RE = keyword(r"(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH)")
+_ARITHMETIC_NODES = {"AdditiveExpression", "MultiplicativeExpression", "UnaryMinus", "UnaryPlus"}
+# Graph-pattern algebra nodes we refuse, with the phrase and the keyword that locates them.
+_REFUSED_PATTERNS = {
+    "LeftJoin": ("OPTIONAL is not supported", keyword("OPTIONAL")),
+    "Union": ("UNION is not supported", keyword("UNION")),
+    "Minus": ("MINUS is not supported", keyword("MINUS")),
+    "Graph": ("GRAPH is not supported", keyword("GRAPH")),
+    "ServiceGraphPattern": ("SERVICE is not supported", keyword("SERVICE")),
+    "Extend": ("BIND is not supported", keyword("BIND")),
+    "values": ("VALUES is not supported", keyword("VALUES")),
+}
+_SUBQUERY_NODES = {"Project", "Distinct", "Reduced", "Slice", "OrderBy", "AggregateJoin", "Group"}
+
+
+def parse_query(text: str, source: str = "query") -> Query:
+    """Parse ``text`` into the model, or raise :class:`QuerySyntaxError` / :class:`UnsupportedQuery`.
+
+    ``source`` names the text in messages: ``q1.rq`` gives ``query q1.rq: OPTIONAL is not supported
+    (line 5)``; the default gives ``query: ...``.
+    """
+    return _Parser(Source(text), "query" if source == "query" else f"query {source}").query()
+
+
+class _Parser:
+    """One parse: the source, the message label, and the blank-node renaming being built."""
+
+    def __init__(self, src: Source, label: str) -> None:
+        self.src = src
+        self.label = label
+        self.select_nth = 0                 # which SELECT keyword a subquery starts at
+        self.groups = 0                     # BGPs seen (a blank node may not span two)
+        self.fresh_names: set[str] = set()  # variables standing for blank nodes
+
+    # -- errors ----------------------------------------------------------------------------------
+    def refuse(self, what: str, pattern: str | None = None, nth: int = 0,
+               in_parens: bool | None = None) -> UnsupportedQuery:
+        where = self.src.where(pattern, nth, in_parens) if pattern else ""
+        return UnsupportedQuery(f"{self.label}: {what}{where}")
+
+    def invalid(self, what: str, pattern: str | None = None, nth: int = 0) -> QuerySyntaxError:
+        where = self.src.where(pattern, nth) if pattern else ""
+        return QuerySyntaxError(f"{self.label}: {what}{where}")
+
+    # -- the query -------------------------------------------------------------------------------
+    def query(self) -> Query:
+        tree = self._parse()
+        node = tree[1]
+        self._check_form(node)
+        algebra = self._translate(tree).algebra
+        form = "ask" if node.name == "AskQuery" else "select"
+        self.select_nth = 1 if form == "select" else 0
+        distinct = algebra.p.name == "Distinct"
+        project = algebra.p.p if algebra.p.name in ("Distinct", "Reduced") else algebra.p
+        found: list[tuple[int, tuple]] = []
+        filters = self.pattern(project.p, found)
+        if not found:
+            raise self.refuse("a query without any triple pattern is not supported")
+        patterns = self._patterns(found, _source_order(node.where))
+        variables = tuple(dict.fromkeys(v for t in patterns for v in t.variables()))
+        projection = () if form == "ask" else self._projection(node, variables)
+        self._check_names(variables, filters)
+        return Query(text=self.src.text, form=form, patterns=patterns, filters=tuple(filters),
+                     projection=projection, distinct=distinct, variables=variables)
+
+    def _parse(self) -> Any:
+        try:
+            return parseQuery(self.src.rewritten)
+        except ParseBaseException as exc:
+            try:
+                parseUpdate(self.src.rewritten)
+            except Exception:
+                raise self._syntax_error(exc) from None
+            raise self.refuse("SPARQL Update is not supported", _UPDATE_RE) from None
+        except Exception as exc:            # rdflib's parse actions raise plain errors on odd input
+            raise QuerySyntaxError(f"{self.label}: cannot parse: {_one_line(str(exc))}") from None
+
+    def _syntax_error(self, exc: ParseBaseException) -> QuerySyntaxError:
+        pos = self.src.original(exc.loc)
+        line, col = self.src.line_col(pos)
+        rest = self.src.text[pos:].split()
+        found = f"found {rest[0][:30]!r}" if rest else "found end of text"
+        return QuerySyntaxError(f"{self.label}: syntax error at line {line}, column {col}: "
+                                f"{_one_line(exc.msg)}, {found}")
+
+    def _translate(self, tree: Any) -> Any:
+        try:
+            return translateQuery(tree)
+        except Exception as exc:
+            prefix = re.match(r"Unknown namespace prefix : (\S*)", str(exc))
+            if prefix:
+                name = prefix.group(1)
+                raise self.invalid(f"undeclared prefix '{name}:'",
+                                   rf"(?<![\w?$]){re.escape(name)}:") from None
+            raise QuerySyntaxError(f"{self.label}: {_one_line(str(exc))}") from None
+
+    def _check_form(self, node: CompValue) -> None:
+        """Refuse query forms, datasets and solution modifiers (read from the parse tree, which
+        still says what the user wrote)."""
+        if node.name in ("ConstructQuery", "DescribeQuery"):
+            word = node.name[:-len("Query")].upper()
+            raise self.refuse(f"{word} is not supported", keyword(word))
+        if node.datasetClause:
+            raise self.refuse("FROM is not supported", keyword("FROM"))
+        for item in node.projection or []:
+            if "expr" in item:
+                if any(n.name.startswith("Aggregate_") for n in _comp_values(item["expr"])):
+                    raise self.refuse("aggregates are not supported", _AGGREGATE_RE)
+                raise self.refuse(f"SELECT expressions (... AS ?{item['evar']}) are not supported",
+                                  keyword("AS"))
+        for key, what, word in (("groupby", "GROUP BY", r"GROUP\s+BY"), ("having", "HAVING", "HAVING"),
+                                ("orderby", "ORDER BY", r"ORDER\s+BY"), ("valuesClause", "VALUES", "VALUES")):
+            if getattr(node, key):
+                raise self.refuse(f"{what} is not supported", keyword(word))
+        if node.limitoffset:
+            word = "LIMIT" if node.limitoffset.limit is not None else "OFFSET"
+            raise self.refuse(f"{word} is not supported", keyword(word))
+
+    def _projection(self, node: CompValue, variables: tuple[str, ...]) -> tuple[str, ...]:
+        items = node.projection
+        if not items:
+            return tuple(v for v in variables if v not in self.fresh_names)
+        names = tuple(dict.fromkeys(str(item["var"]) for item in items))
+        for name in names:
+            if name not in variables:
+                raise self.refuse(f"projecting ?{name}, which no triple pattern binds, is not supported",
+                                  rf"[?$]{re.escape(name)}(?!\w)")
+        return names
+
+    def _check_names(self, variables: tuple[str, ...], filters: list[Expr]) -> None:
+        """Variables become column names next to lakegraph's metadata columns."""
+        used = set(variables) | {v.name for f in filters for v in walk(f) if isinstance(v, (Var, Unbound))}
+        for name in sorted(used):
+            if any(name.lower().startswith(col) for col in RESERVED_COLUMNS):
+                raise self.refuse(f"variable ?{name} is not allowed (names starting with "
+                                  f"{', '.join(sorted(RESERVED_COLUMNS))} are reserved)",
+                                  rf"[?$]{re.escape(name)}(?!\w)")
+
+    # -- graph patterns: one method per algebra node --------------------------------------------
+    def pattern(self, node: CompValue, found: list[tuple[int, tuple]]) -> list[Expr]:
+        """Collect the triples under ``node`` into ``found`` (tagged with their BGP) and return its
+        FILTER expressions."""
+        method: Callable[..., list[Expr]] | None = getattr(self, f"_node_{node.name}", None)
+        if method is not None:
+            return method(node, found)
+        if node.name in _REFUSED_PATTERNS:
+            raise self.refuse(*_REFUSED_PATTERNS[node.name])
+        if node.name == "ToMultiSet":
+            if node.p.name == "values":
+                raise self.refuse(*_REFUSED_PATTERNS["values"])
+            raise self.refuse("subqueries are not supported", keyword("SELECT"), self.select_nth)
+        if node.name in _SUBQUERY_NODES:
+            raise self.refuse("subqueries are not supported", keyword("SELECT"), self.select_nth)
+        raise self.refuse(f"{node.name} is not supported")
+
+    def _node_BGP(self, node: CompValue, found: list[tuple[int, tuple]]) -> list[Expr]:
+        self.groups += 1
+        for triple in node.triples:
+            if isinstance(triple[1], Path):
+                raise self.refuse(f"property paths are not supported ({triple[1].n3()})", _PATH_OPERATOR_RE,
+                                  in_parens=False)
+            found.append((self.groups, tuple(triple)))
+        return []
+
+    def _node_Join(self, node: CompValue, found: list[tuple[int, tuple]]) -> list[Expr]:
+        return self.pattern(node.p1, found) + self.pattern(node.p2, found)
+
+    def _node_Filter(self, node: CompValue, found: list[tuple[int, tuple]]) -> list[Expr]:
+        start = len(found)
+        inner = self.pattern(node.p, found)
+        scope = {str(t) for _, triple in found[start:] for t in triple if isinstance(t, Variable)}
+        return inner + [self.expr(node.expr, scope)]
+
+    # -- expressions: one method per algebra node -----------------------------------------------
+    def expr(self, node: Any, scope: set[str]) -> Expr:
+        """The model of an algebra expression; ``scope`` is the variables the FILTER can see."""
+        if isinstance(node, Variable):
+            return Var(str(node)) if str(node) in scope else Unbound(str(node))
+        if isinstance(node, (URIRef, Literal)):
+            return Const(render(node))
+        name = node.name
+        method: Callable[..., Expr] | None = getattr(self, f"_expr_{name}", None)
+        if method is not None:
+            return method(node, scope)
+        if name in _ARITHMETIC_NODES:
+            raise self.refuse("arithmetic is not supported", _ARITHMETIC_RE, in_parens=True)
+        if name == "Function":
+            raise self.refuse(f"function <{node.iri}> is not supported", r"[>\w]\s*\(")
+        if name in ("Builtin_EXISTS", "Builtin_NOTEXISTS"):
+            word = "NOT EXISTS" if name == "Builtin_NOTEXISTS" else "EXISTS"
+            raise self.refuse(f"FILTER {word} is not supported", keyword(word.replace(" ", r"\s+")))
+        if name.startswith("Aggregate_"):
+            raise self.refuse("aggregates are not supported", _AGGREGATE_RE)
+        if name.startswith("Builtin_"):
+            builtin = name[len("Builtin_"):].upper()
+            if builtin == "ISURI":
+                builtin = "ISIRI"
+            if builtin in FUNCTIONS:
+                return Call(builtin, tuple(self.expr(node[k], scope) for k in _ARGS if k in node))
+            raise self.refuse(f"function {builtin} is not supported", keyword(builtin) + r"\s*\(")
+        raise self.refuse(f"expression {name} is not supported")
+
+    def _expr_ConditionalOrExpression(self, node: CompValue, scope: set[str]) -> Expr:
+        return Or(tuple(self.expr(a, scope) for a in [node.expr, *node.other]))
+
+    def _expr_ConditionalAndExpression(self, node: CompValue, scope: set[str]) -> Expr:
+        return And(tuple(self.expr(a, scope) for a in [node.expr, *node.other]))
+
+    def _expr_UnaryNot(self, node: CompValue, scope: set[str]) -> Expr:
+        return Not(self.expr(node.expr, scope))
+
+    def _expr_RelationalExpression(self, node: CompValue, scope: set[str]) -> Expr:
+        left = self.expr(node.expr, scope)
+        if node.op in COMPARISONS:
+            return Compare(node.op, left, self.expr(node.other, scope))
+        # IN / NOT IN: ``x IN (a, b)`` is ``x = a || x = b``; ``x NOT IN (a, b)`` is ``x != a && x != b``
+        items = [] if node.other == _RDF_NIL else [self.expr(o, scope) for o in node.other]
+        if node.op == "IN":
+            return Or(tuple(Compare("=", left, i) for i in items)) if items else Const(_FALSE)
+        return And(tuple(Compare("!=", left, i) for i in items)) if items else Const(_TRUE)
+
+    def _expr_Builtin_REGEX(self, node: CompValue, scope: set[str]) -> Expr:
+        """REGEX with a constant pattern and flags: a pattern read from data could be invalid and
+        fail the whole Spark job, so it must be checkable (and compiled) once, up front."""
+        args = [self.expr(node.text, scope)]
+        for key in ("pattern", "flags"):
+            if key not in node:
+                continue
+            value = node[key]
+            if not (isinstance(value, Literal) and value.language is None
+                    and (value.datatype is None or str(value.datatype) == XSD_STRING)):
+                raise self.refuse(f"REGEX with a non-constant {key} is not supported", keyword("REGEX"))
+            if key == "flags" and not set(str(value)) <= _REGEX_FLAGS:
+                raise self.refuse(f"REGEX flags {str(value)!r} are not supported (use s, m, i, x, q)",
+                                  keyword("REGEX"))
+            args.append(Const(render(value)))
+        return Call("REGEX", tuple(args))
+
+    # -- patterns to the model -------------------------------------------------------------------
+    def _patterns(self, found: list[tuple[int, tuple]], order: dict[tuple, int]) -> tuple[TriplePattern, ...]:
+        """Distinct triple patterns in source order, blank nodes renamed to fresh variables."""
+        groups: dict[BNode, int] = {}
+        for group, triple in found:
+            for term in triple:
+                if isinstance(term, BNode) and groups.setdefault(term, group) != group:
+                    raise self.invalid(f"blank node _:{term} is used in two groups",
+                                       rf"_:{re.escape(str(term))}(?![\w.-])", 1)
+        triples = sorted((t for _, t in found), key=lambda t: order.get(t, len(order)))
+        taken = {str(t) for tr in triples for t in tr if isinstance(t, Variable)}
+        names = _fresh_names(taken)
+        fresh: dict[BNode, str] = {}
+
+        def node(term: Identifier) -> Var | str:
+            if isinstance(term, Variable):
+                return Var(str(term))
+            if isinstance(term, BNode):
+                if term not in fresh:
+                    fresh[term] = next(names)
+                return Var(fresh[term])
+            return render(term)
+
+        patterns = [TriplePattern(node(s), node(p), node(o)) for s, p, o in triples]
+        self.fresh_names = set(fresh.values())
+        return tuple(dict.fromkeys(patterns))
+
+
+_TRUE = f'"true"^^<{XSD}boolean>'
+_FALSE = f'"false"^^<{XSD}boolean>'
+_ARGS = ("arg", "arg1", "arg2")
+# Where arithmetic starts: ``*``, ``/``, a sign that does not start a number, or a variable and a sign.
+_ARITHMETIC_RE = r"[*/]|(?<=[\s()\"'])[-+](?![\d.])|[?$]\w+\s*[-+]"
+# Where a property path starts: ``|``, ``^`` (not ``^^``), ``/``, ``!`` or a ``*+?`` modifier.
+_PATH_OPERATOR_RE = r"(?<![|^])\|(?!\|)|(?<![\^\w])\^(?!\^)|/|(?<![\w!])!(?!=)|(?<=[\w>)])[*+?](?=\s)"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _fresh_names(taken: set[str]) -> Iterator[str]:
+    """``_b0``, ``_b1``, ... skipping names the query uses."""
+    i = 0
+    while True:
+        name = f"_b{i}"
+        if name not in taken:
+            yield name
+        i += 1
+
+
+def _comp_values(value: Any) -> Iterator[CompValue]:
+    """Every CompValue inside a parse-tree value."""
+    if isinstance(value, CompValue):
+        yield value
+        for child in value.values():
+            yield from _comp_values(child)
+    elif isinstance(value, (list, tuple)):
+        for child in value:
+            yield from _comp_values(child)
+
+
+def _source_order(where: CompValue) -> dict[tuple, int]:
+    """Each triple's first position in the (prefix-resolved) parse tree: rdflib's algebra sorts
+    triples, the parse tree keeps them as written."""
+    order: dict[tuple, int] = {}
+    for block in _comp_values(where):
+        if block.name == "TriplesBlock":
+            for flat in block.triples:
+                for i in range(0, len(flat) - 2, 3):
+                    order.setdefault(tuple(flat[i:i + 3]), len(order))
+    return order
