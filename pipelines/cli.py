@@ -287,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("name")
     p.add_argument("--since-batch", type=int)
     p.add_argument("--format", choices=["tsv", "csv", "json"], default="tsv")
+    from .cli_ops import add_commands
+
+    add_commands(add)
     return parser
 
 

@@ -4,11 +4,12 @@ Each file is handled under an exclusive lock on ``<lake>/_ingest.lock``, so conc
 serialise file by file: ids and seqs are never handed out twice, bronze commit order is seq order,
 and a file (identified by absolute path and SHA-256 of its content) is ingested at most once.
 
-A file lands in three commits: quarantine, then bronze, then the ingest log. The bronze commit is
-the point of no return. Before each file, :func:`recover` repairs what a crash left behind: bronze
-ahead of the log gets its log row written (roll forward); quarantine rows ahead of the log are
-deleted (roll back) and their file is redone under the same ingest id, so a re-run ends with the
-same tables an uninterrupted run gives.
+A file lands in up to three commits, each carrying ``Txn("ingest", ingest_id)``: its quarantine
+rows, its bronze rows (the point of no return), then its ingest log row; empty batches are not
+committed. Before each file, :func:`recover` repairs what a crash left behind: bronze ahead of the
+log gets its log row written (roll forward); quarantine rows ahead of the log are deleted (roll
+back) and the ingest id is handed out again, so re-running the same paths ends with exactly the
+tables an uninterrupted run gives.
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ the Runner never reads compacted rows as new messages). Vacuum then deletes file
 version uses and that were removed longer than ``retention_hours`` ago. Two things still need some of
 those files:
 
-* time travel: every version of the last ``horizon_hours`` (7 days by default) must stay readable, so a
+* time travel: every version of the last ``TIME_TRAVEL_HORIZON_HOURS`` (7 days) must stay readable, so a
   shorter retention is refused unless forced;
 * the bronze change feed: the Runner reads bronze from the last completed batch's ``bronze_to``
   version (inclusive) onwards, so every file of those versions must survive, forced or not. Bronze
@@ -52,7 +52,6 @@ class TableMaintenance:
 
 @dataclass
 class MaintenanceReport:
-    retention_hours: int
     tables: list[TableMaintenance] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -64,7 +63,7 @@ class MaintenanceReport:
         return "\n".join(lines)
 
 
-def feed_floor_hours(store: TableStore) -> tuple[int, int] | None:
+def _feed_floor(store: TableStore) -> tuple[int, int] | None:
     """``(bronze version, hours)``: the oldest bronze version the change feed will still read and
     the vacuum retention that keeps its files; None when no batch has completed (the Runner has no
     feed position yet, and a registration reads the bronze snapshot, not the feed)."""
@@ -75,7 +74,8 @@ def feed_floor_hours(store: TableStore) -> tuple[int, int] | None:
         return None
     stamps = {c["version"]: c["timestamp"] for c in store.history(BRONZE)}
     if last.bronze_to not in stamps:
-        raise MaintenanceError(f"bronze version {last.bronze_to}, where the change feed resumes, is no longer in its log")
+        raise MaintenanceError(f"bronze version {last.bronze_to}, where the change feed resumes, "
+                               "is no longer in its log")
     age = (now() - stamps[last.bronze_to]).total_seconds() / 3600
     return last.bronze_to, math.ceil(age) + 1   # +1 h: deletion stamps and commit stamps may differ slightly
 
@@ -85,19 +85,19 @@ def _files(metrics: dict, key: str) -> int:
     return int(metrics.get("metrics", metrics).get(key) or 0)
 
 
-def maintain(store: TableStore, retention_hours: int = TIME_TRAVEL_HORIZON_HOURS, force: bool = False,
-             horizon_hours: int = TIME_TRAVEL_HORIZON_HOURS) -> MaintenanceReport:
+def maintain(store: TableStore, retention_hours: int = TIME_TRAVEL_HORIZON_HOURS,
+             force: bool = False) -> MaintenanceReport:
     """Compact then vacuum every table of the lake; see the module docstring for what is kept."""
     if retention_hours < 0:
         raise MaintenanceError(f"retention must be at least 0 hours, got {retention_hours}")
-    if retention_hours < horizon_hours and not force:
-        raise MaintenanceError(f"retention {retention_hours} h is shorter than the {horizon_hours} h time-travel "
-                               f"horizon; use force to give up time travel beyond {retention_hours} h")
+    if retention_hours < TIME_TRAVEL_HORIZON_HOURS and not force:
+        raise MaintenanceError(f"retention {retention_hours} h is shorter than the {TIME_TRAVEL_HORIZON_HOURS} h "
+                               f"time-travel horizon; use force to give up time travel beyond {retention_hours} h")
     if store.exists(BATCHES) and (pending := BatchLog(store).pending()) is not None:
         raise MaintenanceError(f"batch {pending.batch} was interrupted; finish it with 'lakegraph run' "
                                "before maintenance")
-    floor = feed_floor_hours(store) if store.exists(BRONZE) else None
-    report = MaintenanceReport(retention_hours)
+    floor = _feed_floor(store)
+    report = MaintenanceReport()
     for name in store.tables():
         metrics = store.compact(name)
         retention, note = retention_hours, ""

@@ -7,18 +7,17 @@ rows are known by index and quarantined with the expectation's name; ``lakegraph
 the same suite on the whole table as a Spark DataFrame.
 
 The regular expressions are written for both Python's ``re`` (pandas) and Java's (Spark): anchored,
-non-capturing groups, no Python-only syntax, and loops unrolled so Java does not recurse once per character.
+non-capturing groups, no Python-only syntax, and loops unrolled so that Java does not recurse once
+per character. GX itself is reached through :mod:`quality.gx`, which imports it safely.
 """
 from __future__ import annotations
 
 from functools import lru_cache
 from typing import Any
 
-import great_expectations as gx
 import pandas as pd
-from great_expectations.core import ExpectationSuiteValidationResult
 
-from . import gx as gxp
+from .gx import ExpectationSuite, ValidationResult, expectations, failures, register, run
 
 _IRI_BODY = r"[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>\"{}|^`\\]*"
 _BNODE = r"_:[^\x00-\x20<>\"{}|^`\\:]+"
@@ -33,7 +32,7 @@ SUITE_NAME = "bronze"
 
 
 def _expectations() -> list[Any]:
-    E = gx.expectations
+    E = expectations
     return [
         E.ExpectColumnValuesToBeInSet(column="op", value_set=["insert", "delete"],
                                       description="op must be insert or delete"),
@@ -49,25 +48,23 @@ def _expectations() -> list[Any]:
 
 
 @lru_cache(maxsize=1)
-def bronze_suite() -> gx.ExpectationSuite:
+def bronze_suite() -> ExpectationSuite:
     """The bronze suite, registered in the process's GX context."""
-    return gxp.register(gx.ExpectationSuite(name=SUITE_NAME, expectations=_expectations()))
+    return register(ExpectationSuite(name=SUITE_NAME, expectations=_expectations()))
 
 
-def run_suite(suite: gx.ExpectationSuite, data: Any,
-              result_format: str = "SUMMARY") -> ExpectationSuiteValidationResult:
+def run_suite(suite: ExpectationSuite, data: Any, result_format: str = "SUMMARY") -> ValidationResult:
     """Validate a pandas or Spark DataFrame (for example the whole bronze table) against ``suite``."""
-    return gxp.run(suite, data, result_format)
+    return run(suite, data, result_format)
 
 
-def validate_bronze_batch(
-        frame: pd.DataFrame) -> tuple[pd.Series, list[tuple[Any, str]], ExpectationSuiteValidationResult]:
+def validate_bronze_batch(frame: pd.DataFrame) -> tuple[pd.Series, list[tuple[Any, str]], ValidationResult]:
     """Validate one ingest batch in the BRONZE schema.
 
     Returns a boolean mask of the rows that passed every expectation (aligned with ``frame.index``),
     ``(row index, reason)`` for each failure (a row failing two expectations appears twice), and
     the GX result itself."""
-    result = gxp.run(bronze_suite(), frame, "COMPLETE")
-    failures = gxp.failures(result)
-    bad = {index for index, _ in failures}
-    return pd.Series(~frame.index.isin(list(bad)), index=frame.index), failures, result
+    result = run(bronze_suite(), frame, "COMPLETE")
+    found = failures(result)
+    bad = {index for index, _ in found}
+    return pd.Series(~frame.index.isin(list(bad)), index=frame.index), found, result

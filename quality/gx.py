@@ -8,16 +8,43 @@ once per (suite, pandas|spark) pair and reused with each new DataFrame as its ba
 from __future__ import annotations
 
 import os
+import sys
+from contextlib import contextmanager
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterator
+
+
+@contextmanager
+def _safe_pyspark_connect_import() -> Iterator[None]:
+    """GX imports ``pyspark.sql.connect``, which calls ``sys.exit(0)`` ("Skipping doctests") when
+    its optional dependencies are missing and ``__main__`` has no file, taking the process for a
+    doctest run. That is the case under ``python -c`` and in multiprocessing spawn children, which
+    then vanish silently. Looking interactive for the import makes pyspark raise an ImportError
+    instead, which GX handles (Spark Connect support off; classic Spark DataFrames still validate)."""
+    main = sys.modules.get("__main__")
+    bare = main is not None and getattr(main, "__spec__", None) is None and not hasattr(main, "__file__")
+    if not bare or hasattr(sys, "ps1"):
+        yield
+        return
+    sys.ps1 = ">>> "
+    try:
+        yield
+    finally:
+        del sys.ps1
+
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-
-import great_expectations as gx  # noqa: E402  (the environment must be set before the import)
+with _safe_pyspark_connect_import():
+    import great_expectations as gx  # noqa: E402  (after the environment and the guard are set)
 import pandas as pd  # noqa: E402
 from great_expectations.core import ExpectationSuiteValidationResult  # noqa: E402
 from great_expectations.data_context.types.base import (  # noqa: E402
     DataContextConfig, InMemoryStoreBackendDefaults, ProgressBarsConfig)
+
+#: What suite modules need from GX, re-exported so that they never import it unguarded.
+ExpectationSuite = gx.ExpectationSuite
+ValidationResult = ExpectationSuiteValidationResult
+expectations = gx.expectations
 
 
 @lru_cache(maxsize=1)
@@ -29,7 +56,7 @@ def context() -> Any:
     return gx.get_context(mode="ephemeral", project_config=config)
 
 
-def register(suite: gx.ExpectationSuite) -> gx.ExpectationSuite:
+def register(suite: ExpectationSuite) -> ExpectationSuite:
     """``suite`` as stored in the context (added on first use, by name)."""
     ctx = context()
     try:
@@ -62,8 +89,7 @@ def _definition(suite_name: str, kind: str) -> gx.ValidationDefinition:
         gx.ValidationDefinition(name=f"{suite_name}_{kind}", data=batch, suite=suite))
 
 
-def run(suite: gx.ExpectationSuite, data: Any,
-        result_format: str = "SUMMARY") -> ExpectationSuiteValidationResult:
+def run(suite: ExpectationSuite, data: Any, result_format: str = "SUMMARY") -> ValidationResult:
     """Validate a pandas or Spark DataFrame against ``suite``. ``COMPLETE`` lists every unexpected
     row index (pandas); ``SUMMARY`` gives counts and a sample, which suits whole tables."""
     name = register(suite).name
@@ -78,7 +104,7 @@ def describe(config: Any) -> str:
     return f"{head}: {config.description}" if config.description else head
 
 
-def failures(result: ExpectationSuiteValidationResult) -> list[tuple[Any, str]]:
+def failures(result: ValidationResult) -> list[tuple[Any, str]]:
     """``(row index, reason)`` for every row an expectation rejected, in expectation order.
     An expectation that could not run (a missing column) is a schema bug, not bad data: it raises."""
     found: list[tuple[Any, str]] = []

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from great_expectations.core import ExpectationSuiteValidationResult
+from pyspark.sql import DataFrame
 
-from .gx import describe
+from . import gx as gxp
+from .gx import ExpectationSuite, ValidationResult
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,8 @@ class Outcome:
     observed: str
 
     def line(self) -> str:
-        return f"{'PASS' if self.success else 'FAIL'}  {self.suite:<16} {self.table:<32} {self.expectation}  " \
-               f"[observed: {self.observed}]"
+        verdict = "PASS" if self.success else "FAIL"
+        return f"{verdict}  {self.suite:<16} {self.table:<32} {self.expectation}  [observed: {self.observed}]"
 
 
 def observed(result: dict[str, Any]) -> str:
@@ -39,14 +40,25 @@ def observed(result: dict[str, Any]) -> str:
     return f"{text}, e.g. {sample[:3]}" if sample else text
 
 
-def outcomes(result: ExpectationSuiteValidationResult, suite: str, table: str) -> list[Outcome]:
+def outcomes(result: ValidationResult, suite: str, table: str) -> list[Outcome]:
     """The GX result as outcomes; an expectation that raised fails with the error as observed."""
     found = []
     for item in result.results:
         info = item.exception_info or {}
         seen = f"error: {info.get('exception_message')}" if info.get("raised_exception") else observed(item.result)
-        found.append(Outcome(suite, table, describe(item.expectation_config), bool(item.success), seen))
+        found.append(Outcome(suite, table, gxp.describe(item.expectation_config), bool(item.success), seen))
     return found
+
+
+def check(suite: ExpectationSuite, frame: DataFrame, label: str, table: str) -> list[Outcome]:
+    """Validate a Spark DataFrame and return its outcomes under ``label``. The frame is cached while
+    GX runs, because every expectation is a separate Spark job over it; the BASIC result format
+    gives counts and a sample without SUMMARY's extra grouping jobs (about 3x faster here)."""
+    frame = frame.cache()
+    try:
+        return outcomes(gxp.run(suite, frame, "BASIC"), label, table)
+    finally:
+        frame.unpersist()
 
 
 @dataclass

@@ -21,8 +21,8 @@ def oxigraph_store(triples: Iterable[Triple]) -> ox.Store:
 def oracle_bag(query: str, triples: Iterable[Triple], variables: tuple[str, ...]) -> Counter:
     """SELECT results as a bag of tuples of N-Triples terms; ASK as Counter({(): 1}) or empty."""
     result = oxigraph_store(triples).query(query)
-    if isinstance(result, bool):
-        return Counter({(): 1}) if result else Counter()
+    if isinstance(result, ox.QueryBoolean):
+        return Counter({(): 1}) if bool(result) else Counter()
     bag: Counter = Counter()
     for solution in result:
         bag[tuple(str(solution[v]) if solution[v] is not None else None for v in variables)] += 1

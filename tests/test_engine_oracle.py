@@ -94,7 +94,7 @@ def test_time_travel_and_changes_sum(replay, name):
     changes = A.changes(store, name)
     registered = A.catalog.lookup(store, name).registered_batch
     for batch, _, gold in history:
-        if batch < registered:
+        if batch < registered or name not in gold:
             continue
         past = table_bag(A.answers(store, name, batch=batch), plan.projection)
         assert past == gold[name], f"{name}: time travel to batch {batch}"

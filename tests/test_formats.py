@@ -2,6 +2,7 @@
 and every line of every example file accounted for."""
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -124,7 +125,6 @@ A <{EX}a> <{EX}b> <{EX}c> .
 
 # -- JSON Lines ---------------------------------------------------------------------------------
 def jline(**fields) -> str:
-    import json
     return json.dumps(fields)
 
 

@@ -23,9 +23,11 @@ PREFIXES = f"PREFIX xsd: <{X}> PREFIX rdf: <http://www.w3.org/1999/02/22-rdf-syn
 TERMS = [
     "<http://x/a>", "<http://x/b>", "_:b1",
     '"a"', '"b"', '""', '"A\\"b\\n\\u0001é"', '"a"@en', '"b"@en', '"a"@en-us', '"a"@fr',
+    '"x\u2028y"@en',          # a raw line separator: regexes must not stop at it
     f'"1"^^<{X}integer>', f'"01"^^<{X}integer>', f'"-5"^^<{X}int>', f'"0"^^<{X}integer>',
-    f'"1.0"^^<{X}decimal>', f'"1.5"^^<{X}decimal>', f'"1e0"^^<{X}double>', f'"0.1"^^<{X}float>',
-    f'"0.1"^^<{X}double>', f'"NaN"^^<{X}double>', f'"INF"^^<{X}double>', f'"-INF"^^<{X}float>',
+    f'"1.0"^^<{X}decimal>', f'"1.5"^^<{X}decimal>', f'"0.1"^^<{X}decimal>', f'"1e0"^^<{X}double>',
+    f'"0.1"^^<{X}float>', f'"0.1"^^<{X}double>', f'"NaN"^^<{X}double>', f'"INF"^^<{X}double>',
+    f'"-INF"^^<{X}float>',
     f'"true"^^<{X}boolean>', f'"0"^^<{X}boolean>',
     f'"2020-01-01T00:00:00Z"^^<{X}dateTime>', f'"2020-01-01T01:00:00+01:00"^^<{X}dateTime>',
     f'"2020-01-01T00:00:00"^^<{X}dateTime>', f'"2020-01-01T20:00:00"^^<{X}dateTime>',
@@ -58,9 +60,25 @@ def _equal_diverges(a: str, b: str) -> bool:
     return {const_kind(a), const_kind(b)} == {"lang", "other"}
 
 
-def _lexical_diverges(a: str, b: str) -> bool:
-    """pyoxigraph stores "01"^^xsd:integer as 1, losing the lexical form RDF term identity needs."""
-    return '"01"' in (a[:4], b[:4])
+def _ox_term(term: str) -> ox.Literal | ox.NamedNode | ox.BlankNode:
+    return next(ox.parse(f"<urn:s> <urn:p> {term} .", format=ox.RdfFormat.N_TRIPLES)).object
+
+
+# pyoxigraph stores typed literals by value: "01"^^xsd:integer comes back as "1", "-5"^^xsd:int as
+# "-5"^^xsd:integer, "0"^^xsd:boolean as "false". RDF term identity (sameTerm, STR, DATATYPE) keeps
+# what was written, as the lake does, so rows holding such terms are not comparable there.
+def _stored(term: str) -> str:
+    """How pyoxigraph gives ``term`` back once stored."""
+    store = ox.Store()
+    store.add(ox.Quad(ox.NamedNode("urn:s"), ox.NamedNode("urn:p"), _ox_term(term)))
+    return str(next(iter(store.quads_for_pattern(None, None, None))).object)
+
+
+REWRITTEN = {t for t in TERMS if _stored(t) != t}
+
+
+def _rewritten(a: str, b: str) -> bool:
+    return a in REWRITTEN or b in REWRITTEN
 
 
 def _ebv_diverges(a: str, b: str) -> bool:
@@ -83,7 +101,7 @@ EXPRESSIONS: list[tuple[str, Skip]] = [
     ("?a <= ?b", _order_diverges),
     ("?a > ?b", _order_diverges),
     ("?a >= ?b", _order_diverges),
-    ("sameTerm(?a, ?b)", _lexical_diverges),
+    ("sameTerm(?a, ?b)", _rewritten),
     ("?a = 1", None),
     ("?a > 0.5", against(f'"0.5"^^<{X}decimal>', _order_diverges)),
     ("?a <= 1e0", against(f'"1e0"^^<{X}double>', _order_diverges)),
@@ -103,12 +121,12 @@ EXPRESSIONS: list[tuple[str, Skip]] = [
     ("lang(?a) = lang(?b)", None),
     ('langMatches(lang(?a), "en")', None),
     ('langMatches(lang(?a), "*")', None),
-    ("datatype(?a) = xsd:integer", None),
+    ("datatype(?a) = xsd:integer", _rewritten),
     ("datatype(?a) = xsd:string || datatype(?a) = rdf:langString", None),
-    ("datatype(?a) = datatype(?b)", None),
-    ('str(?a) = "a"', _lexical_diverges),
+    ("datatype(?a) = datatype(?b)", _rewritten),
+    ('str(?a) = "a"', _rewritten),
     ('str(?a) = "http://x/a"', None),
-    ("str(?a) < str(?b)", _lexical_diverges),
+    ("str(?a) < str(?b)", _rewritten),
     ('regex(?a, "^a")', None),
     ('regex(?a, "^A", "i")', None),
     ('regex(str(?a), "x/a$")', None),
@@ -136,15 +154,14 @@ def oracle() -> ox.Store:
     store = ox.Store()
     for i, (a, b) in enumerate(PAIRS):
         row = ox.NamedNode(f"urn:row:{i}")
-        for pred, term in (("urn:a", a), ("urn:b", b)):
-            obj = next(ox.parse(f"<urn:s> <urn:p> {term} .", format=ox.RdfFormat.N_TRIPLES)).object
-            store.add(ox.Quad(row, ox.NamedNode(pred), obj))
+        store.add(ox.Quad(row, ox.NamedNode("urn:a"), _ox_term(a)))
+        store.add(ox.Quad(row, ox.NamedNode("urn:b"), _ox_term(b)))
     return store
 
 
 def _oracle_values(store: ox.Store, expr: str) -> dict[int, bool | None]:
     values: dict[int, bool | None] = {}
-    query = f"{PREFIXES}SELECT ?r ?v {{ ?r <urn:a> ?a . ?r <urn:b> ?b BIND(({expr}) AS ?v) }}"
+    query = f"{PREFIXES}SELECT ?r ?v {{ ?r <urn:a> ?a . ?r <urn:b> ?b BIND((({expr}) && true) AS ?v) }}"
     for solution in store.query(query):
         value = solution["v"]
         values[int(solution["r"].value.rsplit(":", 1)[1])] = None if value is None else value.value == "true"
@@ -153,11 +170,18 @@ def _oracle_values(store: ox.Store, expr: str) -> dict[int, bool | None]:
 
 @pytest.fixture(scope="module")
 def spark_values(spark) -> dict[str, dict[int, bool | None]]:
-    """Every expression on every pair, in one Spark job."""
+    """Every expression on every pair. Spark's cost here is compiling the generated code, once
+    per job: a few jobs of several expressions each are much cheaper than one job per expression
+    (and than one huge job)."""
     frame = spark.createDataFrame([(i, a, b) for i, (a, b) in enumerate(PAIRS)], "r int, a string, b string")
-    columns = [f"{_filter(expr)} AS e{k}" for k, (expr, _) in enumerate(EXPRESSIONS)]
-    rows = frame.selectExpr("r", *columns).collect()
-    return {expr: {row["r"]: row[f"e{k}"] for row in rows} for k, (expr, _) in enumerate(EXPRESSIONS)}
+    frame = frame.cache()
+    values: dict[str, dict[int, bool | None]] = {}
+    for start in range(0, len(EXPRESSIONS), 8):
+        chunk = [expr for expr, _ in EXPRESSIONS[start:start + 8]]
+        rows = frame.selectExpr("r", *[f"{_filter(e)} AS e{k}" for k, e in enumerate(chunk)]).collect()
+        values.update({e: {row["r"]: row[f"e{k}"] for row in rows} for k, e in enumerate(chunk)})
+    frame.unpersist()
+    return values
 
 
 @pytest.mark.parametrize("expr,skip", EXPRESSIONS, ids=[e for e, _ in EXPRESSIONS])
@@ -169,7 +193,7 @@ def test_filter_matches_pyoxigraph(expr: str, skip: Skip, oracle, spark_values) 
     assert not wrong, f"{len(wrong)} rows differ (a, b, spark, pyoxigraph), e.g. {wrong[:5]}"
 
 
-@pytest.mark.parametrize("expr,a,b,expected", [
+DIVERGENCES = [
     ('?a < ?b', '"a"@en', '"b"@en', None),                           # language strings are not ordered
     ('?a < ?b', f'"0"^^<{X}boolean>', f'"true"^^<{X}boolean>', True),   # booleans are (false < true)
     ('?a < ?b', f'"1"^^<{X}integer>', f'"NaN"^^<{X}double>', False),     # NaN compares false
@@ -179,11 +203,18 @@ def test_filter_matches_pyoxigraph(expr: str, skip: Skip, oracle, spark_values) 
     ('sameTerm(?a, ?b)', f'"1"^^<{X}integer>', f'"01"^^<{X}integer>', False),
     ('str(?a) = "01"', f'"01"^^<{X}integer>', '""', True),             # lexical forms are kept
     ('!?a', f'"abc"^^<{X}integer>', '""', True),                       # invalid number: EBV false
-])
-def test_known_divergences(spark, expr: str, a: str, b: str, expected: bool | None) -> None:
-    """Where SPARQL 1.1 (and the brief) and pyoxigraph part ways, we follow the former."""
-    frame = spark.createDataFrame([(a, b)], "a string, b string")
-    assert frame.selectExpr(f"{_filter(expr)} AS v").first()["v"] is expected
+]
+
+
+def test_known_divergences(spark) -> None:
+    """Where SPARQL 1.1 (and the brief) and pyoxigraph part ways, we follow the former (one job:
+    row k holds case k's terms, column k its expression)."""
+    frame = spark.createDataFrame([(k, a, b) for k, (_, a, b, _) in enumerate(DIVERGENCES)],
+                                  "k int, a string, b string")
+    rows = frame.selectExpr("k", *[f"{_filter(e)} AS e{k}" for k, (e, *_) in enumerate(DIVERGENCES)]).collect()
+    got = {row["k"]: row[f"e{row['k']}"] for row in rows}
+    wrong = [(case, got[k]) for k, case in enumerate(DIVERGENCES) if got[k] is not case[3]]
+    assert not wrong, wrong
 
 
 def test_filter_rejects_error_rows(spark) -> None:

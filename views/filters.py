@@ -52,11 +52,7 @@ _INT = r"[+-]?[0-9]+"
 _DEC = r"[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)"
 _DBL = r"([+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?|[+-]?INF|NaN)"
 _TYPED = r'"\^\^<' + _X
-RANK_RE = {  # numeric literals with a valid lexical form, by promotion rank
-    0: rf'^"({_INT}{_TYPED}({"|".join(INTEGER_TYPES)})|{_DEC}{_TYPED}decimal)>$',
-    1: rf'^"{_DBL}{_TYPED}float>$',
-    2: rf'^"{_DBL}{_TYPED}double>$',
-}
+_RANK_RE = {1: rf'^"{_DBL}{_TYPED}float>$', 2: rf'^"{_DBL}{_TYPED}double>$'}   # promotion ranks
 NUMERIC_RE = (rf'^"({_INT}{_TYPED}({"|".join(INTEGER_TYPES)})|{_DEC}{_TYPED}decimal'
               rf'|{_DBL}{_TYPED}(float|double))>$')
 BOOLEAN_RE = rf'^"(true|false|1|0){_TYPED}boolean>$'
@@ -65,13 +61,13 @@ DATETIME_RE = (r'^"[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-9]{2}:[0-9]{
                rf'{_TZ}?{_TYPED}dateTime>$')
 _DATETIME_TZ_RE = rf'{_TZ}"\^\^<'          # on a valid dateTime: has an offset
 _EBV_TYPED_RE = rf'{_TYPED}({"|".join(INTEGER_TYPES)}|decimal|float|double|boolean)>$'
-_LANG_RE = r'^".*"@[A-Za-z0-9-]+$'
+_LANG_RE = r'(?s)^".*"@[A-Za-z0-9-]+$'
 _BOOL_TRUE = (f'"true"^^<{XSD_BOOLEAN}>', f'"1"^^<{XSD_BOOLEAN}>')
 _BOOL_FALSE = f'"false"^^<{XSD_BOOLEAN}>'
 
 _TYPED_RE = {"num": NUMERIC_RE, "bool": BOOLEAN_RE, "dt": DATETIME_RE}
+_KNOWN_TYPED_RE = "|".join(_TYPED_RE.values())
 _LITERAL_KINDS = frozenset({"str", "lang", "num", "bool", "dt", "other"})
-_KNOWN_KINDS = frozenset({"str", "lang", "num", "bool", "dt"})
 _ALL_KINDS = _LITERAL_KINDS | {"iri", "bnode"}
 
 
@@ -183,8 +179,15 @@ def _is(op: Operand, kinds: frozenset[str] | str) -> str:
     return _or(*tests)
 
 
+def _is_other(op: Operand) -> str:
+    """SQL, for a literal: is it of a datatype we do not interpret (or an invalid lexical form)?"""
+    if op.const is not None or "other" not in op.kinds:
+        return TRUE if op.const is not None and const_kind(op.const) == "other" else FALSE
+    return _and(f"endswith({op.sql}, '>')", _not(f"({op.sql} RLIKE {sql_string(_KNOWN_TYPED_RE)})"))
+
+
 def _keep_null(op: Operand, cond: str) -> str:
-    """``cond``, but NULL when the operand is (a folded condition would hide the error)."""
+    """``cond``, but NULL when the operand is NULL (a folded condition would hide the error)."""
     if op.const is not None or cond not in (TRUE, FALSE):
         return cond
     return f"(CASE WHEN {op.sql} IS NOT NULL THEN {cond} END)"
@@ -209,9 +212,7 @@ def _lexical(op: Operand) -> str:
         return op.lexical
     if op.const is not None:
         return sql_string(split_literal(op.const)[0])
-    c = _content(op)
-    return (f"(CASE WHEN instr({c}, '\\\\') = 0 THEN {c} "
-            f"ELSE get_json_object(concat('[\"', {c}, '\"]'), '$[0]') END)")
+    return f"get_json_object(concat('[\"', {_content(op)}, '\"]'), '$[0]')"
 
 
 def _plain(op: Operand) -> str:
@@ -224,24 +225,25 @@ def _plain(op: Operand) -> str:
 def _rank_is(op: Operand, rank: int) -> str:
     """SQL: is a number (known to be valid) a float (rank 1) or a double (rank 2)?"""
     if op.const is not None:
-        return TRUE if re.search(RANK_RE[rank], op.const) else FALSE
+        return TRUE if re.search(_RANK_RE[rank], op.const) else FALSE
     return f"endswith({op.sql}, {sql_string('#float>' if rank == 1 else '#double>')})"
 
 
-def _double(op: Operand) -> str:
-    """SQL DOUBLE of a valid number; floats are read as FLOAT first so that they keep float
-    precision, as XPath's promotion does."""
-    as_float = f"CAST(try_cast({_plain(op)} AS FLOAT) AS DOUBLE)"
-    return _case([(_rank_is(op, 1), as_float)], f"try_cast({_plain(op)} AS DOUBLE)")
+def _double(op: Operand, as_float: str) -> str:
+    """SQL DOUBLE of a valid number, read at FLOAT precision when ``as_float`` holds (a float, or
+    a decimal compared with a float: XPath promotes it to float, not double)."""
+    return _case([(as_float, f"CAST(try_cast({_plain(op)} AS FLOAT) AS DOUBLE)")],
+                 f"try_cast({_plain(op)} AS DOUBLE)")
 
 
 def _float_cmp(op: str, x: str, y: str, nan: tuple[bool | None, bool | None]) -> str:
     """``x op y`` where NaN compares false (Spark orders NaN above every number and equal to
-    itself). ``nan`` says, per side, whether a constant is NaN (None: not a constant)."""
+    itself). ``nan`` says, per side, whether a constant is NaN (None: not a constant). Both
+    sides are valid numbers here, so the only NULL is the one NaN is turned into."""
     if True in nan:
         return FALSE
-    checks = [f"(NOT isnan({v}))" for v, known in zip((x, y), nan) if known is None]
-    return _and(*checks, f"({x} {op} {y})")
+    x, y = (v if known is False else f"nanvl({v}, CAST(NULL AS DOUBLE))" for v, known in zip((x, y), nan))
+    return f"coalesce({x} {op} {y}, FALSE)"
 
 
 # -- the compiler ----------------------------------------------------------------------------------
@@ -270,7 +272,7 @@ class _Compiler:
         """Effective boolean value of a term."""
         if not op.kinds:
             return NULL_BOOL
-        number = _double(op)
+        number = _double(op, _rank_is(op, 1))
         string = f"({_lexical(op)} <> '')" if op.lexical else f"({op.sql} <> '\"\"')"
         if "other" not in op.kinds:
             typed = FALSE               # a valid number or boolean is handled above
@@ -334,8 +336,8 @@ class _Compiler:
             (_and(_is(a, "dt"), _is(b, "dt")), self.datetime("=", a, b)),
             (TRUE if a.const is not None and a.const == b.const else f"({a.sql} = {b.sql})", TRUE),
             (_not(_and(_is(a, _LITERAL_KINDS), _is(b, _LITERAL_KINDS))), FALSE),
-            (_and(_is(a, _KNOWN_KINDS), _is(b, _KNOWN_KINDS)), FALSE),
-        ], NULL_BOOL)
+            (_or(_is_other(a), _is_other(b)), NULL_BOOL),
+        ], FALSE)
 
     def order(self, op: str, a: Operand, b: Operand) -> str:
         """SPARQL ``< <= > >=`` on numbers, strings, booleans and dateTimes; else an error."""
@@ -348,16 +350,18 @@ class _Compiler:
 
     @staticmethod
     def numeric(op: str, a: Operand, b: Operand) -> str:
-        """Numbers compared in the type both promote to: double, else float, else decimal."""
+        """Numbers compared in the type both promote to: double, else float, else decimal. Floats
+        are compared as doubles holding float values, which orders them exactly as floats."""
         def nan(x: Operand) -> bool | None:
             return None if x.const is None else split_literal(x.const)[0] == "NaN"
 
-        flags = (nan(a), nan(b))
-        doubles = _float_cmp(op, _double(a), _double(b), flags)
-        floats = _float_cmp(op, f"try_cast({_plain(a)} AS FLOAT)", f"try_cast({_plain(b)} AS FLOAT)", flags)
+        def as_float(x: Operand, other: Operand) -> str:
+            return _or(_rank_is(x, 1), _and(_rank_is(other, 1), _not(_rank_is(x, 2))))
+
+        floating = _or(*(_rank_is(x, r) for x in (a, b) for r in (1, 2)))
+        doubles = _float_cmp(op, _double(a, as_float(a, b)), _double(b, as_float(b, a)), (nan(a), nan(b)))
         decimals = f"(try_cast({_plain(a)} AS DECIMAL(38,18)) {op} try_cast({_plain(b)} AS DECIMAL(38,18)))"
-        return _case([(_or(_rank_is(a, 2), _rank_is(b, 2)), doubles),
-                      (_or(_rank_is(a, 1), _rank_is(b, 1)), floats)], decimals)
+        return _case([(floating, doubles)], decimals)
 
     @staticmethod
     def datetime(op: str, a: Operand, b: Operand) -> str:
@@ -371,16 +375,17 @@ class _Compiler:
             return f"({x.sql} RLIKE {sql_string(_DATETIME_TZ_RE)})"
 
         def instant(x: Operand) -> str:     # a local time is read as UTC
-            return _case([(has_tz(x), f"try_cast({_plain(x)} AS TIMESTAMP)")],
-                         f"try_cast(concat({_plain(x)}, 'Z') AS TIMESTAMP)")
+            zone = _case([(has_tz(x), "''")], "'Z'")
+            return f"try_cast(concat({_plain(x)}, {zone}) AS TIMESTAMP)"
 
         ia, ib = instant(a), instant(b)
+        ta, tb = has_tz(a), has_tz(b)
+        same = ((TRUE if ta == tb else FALSE) if ta in (TRUE, FALSE) and tb in (TRUE, FALSE)
+                else ta if tb == TRUE else tb if ta == TRUE else f"({ta} = {tb})")
         if op == "=":
-            mixed = FALSE
-        else:
-            mixed = (f"((CASE WHEN {ia} + INTERVAL 14 HOURS < {ib} THEN -1 "
-                     f"WHEN {ia} - INTERVAL 14 HOURS > {ib} THEN 1 END) {op} 0)")
-        same = _or(_and(has_tz(a), has_tz(b)), _and(_not(has_tz(a)), _not(has_tz(b))))
+            return _and(same, f"({ia} = {ib})")
+        mixed = (f"((CASE WHEN {ia} + INTERVAL 14 HOURS < {ib} THEN -1 "
+                 f"WHEN {ia} - INTERVAL 14 HOURS > {ib} THEN 1 END) {op} 0)")
         return _case([(same, f"({ia} {op} {ib})")], mixed)
 
     # built-in functions returning booleans

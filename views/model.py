@@ -50,9 +50,10 @@ class Const:
 
 @dataclass(frozen=True)
 class Unbound:
-    """A variable that can never be bound where the FILTER is evaluated: one used in a nested
-    group's FILTER but bound only outside that group (SPARQL scoping), or one of another pattern
-    once a FILTER is pushed into a view. ``bound()`` of it is false, anything else an error."""
+    """A variable that can never be bound where the FILTER is evaluated: one no triple pattern of
+    the FILTER's group binds (bound nowhere, or only outside a nested group: SPARQL scoping), or
+    one of another pattern once a FILTER is pushed into a view. ``bound()`` of it is false,
+    anything else an error."""
 
     name: str
 

@@ -201,7 +201,7 @@ def explain(plan: QueryPlan) -> str:
         lines.append("answers: " + " × ".join(f"C{k}" for k in range(len(plan.components)))
                      + "; Δ(C0 × ... × Cn) = Σ_i C0' × ... × ΔCi × ... × Cn (' = after the batch)")
     if plan.filter_sql:
-        lines.append(f"query filter (after the product): {plan.filter_sql}")
+        lines.append(f"query filter (after the product): {_abridged(plan.filter_sql)}")
     return "\n".join(lines)
 
 
@@ -211,7 +211,7 @@ def _explain_component(k: int, comp: Component, views: dict[str, ViewDef]) -> li
     for i, ref in enumerate(comp.patterns):
         lines.append(f"    t{i}  {_pattern_text(ref, views[ref.view])}    [{ref.view}]")
     if comp.filter_sql:
-        lines.append(f"    filter: {comp.filter_sql}")
+        lines.append(f"    filter: {_abridged(comp.filter_sql)}")
     if comp.stars:
         lines.append("    star decomposition: " + "; ".join(
             f"?{centre}: " + ", ".join(f"t{i}" for i in ix) for centre, ix in comp.stars))
@@ -223,6 +223,11 @@ def _explain_component(k: int, comp: Component, views: dict[str, ViewDef]) -> li
         joins = " ⋈ ".join([f"Δ({comp.patterns[i].view})"] + [comp.patterns[j].view for j in order[1:]])
         lines.append(f"      t{i}: {joins}  in order " + ", ".join(f"t{j}" for j in order))
     return lines
+
+
+def _abridged(sql: str, limit: int = 160) -> str:
+    """Long filter SQL cut for reading (the plan's JSON has all of it)."""
+    return sql if len(sql) <= limit else f"{sql[:limit]}... ({len(sql)} characters of SQL)"
 
 
 def _pattern_text(ref: PatternRef, view: ViewDef) -> str:

@@ -98,7 +98,10 @@ class _Parser:
         filters = self.pattern(project.p, found)
         if not found:
             raise self.refuse("a query without any triple pattern is not supported")
-        patterns = self._patterns(found, _source_order(node.where))
+        taken = ({str(t) for _, triple in found for t in triple if isinstance(t, Variable)}
+                 | {str(item["var"]) for item in node.projection or []}
+                 | {e.name for f in filters for e in walk(f) if isinstance(e, (Var, Unbound))})
+        patterns = self._patterns(found, _source_order(node.where), taken)
         variables = tuple(dict.fromkeys(v for t in patterns for v in t.variables()))
         projection = () if form == "ask" else self._projection(node, variables)
         self._check_names(variables, filters)
@@ -279,8 +282,10 @@ class _Parser:
         return Call("REGEX", tuple(args))
 
     # -- patterns to the model -------------------------------------------------------------------
-    def _patterns(self, found: list[tuple[int, tuple]], order: dict[tuple, int]) -> tuple[TriplePattern, ...]:
-        """Distinct triple patterns in source order, blank nodes renamed to fresh variables."""
+    def _patterns(self, found: list[tuple[int, tuple]], order: dict[tuple, int],
+                  taken: set[str]) -> tuple[TriplePattern, ...]:
+        """Distinct triple patterns in source order, blank nodes renamed to fresh variables (none
+        of the ``taken`` names the query uses anywhere)."""
         groups: dict[BNode, int] = {}
         for group, triple in found:
             for term in triple:
@@ -288,7 +293,6 @@ class _Parser:
                     raise self.invalid(f"blank node _:{term} is used in two groups",
                                        rf"_:{re.escape(str(term))}(?![\w.-])", 1)
         triples = sorted((t for _, t in found), key=lambda t: order.get(t, len(order)))
-        taken = {str(t) for tr in triples for t in tr if isinstance(t, Variable)}
         names = _fresh_names(taken)
         fresh: dict[BNode, str] = {}
 

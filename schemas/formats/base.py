@@ -53,7 +53,7 @@ class BadLine:
 class ParseResult:
     """What one file gave. For line-based formats every line is exactly one message, bad line or
     skipped line. Turtle is not line based: its triples (or its one syntax error) stand for the
-    whole file, so only ``lines`` and ``skipped`` (0) are comparable there."""
+    whole file, as does the one bad line of an unsupported file."""
 
     format: str
     lines: int = 0
@@ -67,10 +67,8 @@ class ParseResult:
         """Whether messages + bad lines + skipped lines == lines (always true when not line based)."""
         return not self.line_based or len(self.messages) + len(self.bad) + self.skipped == self.lines
 
-    def add(self, message: Message) -> None:
-        self.messages.append(message)
-
     def next_seq(self) -> int:
+        """The ``seq_in_file`` of the next message."""
         return len(self.messages) + 1
 
 

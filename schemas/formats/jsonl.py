@@ -73,7 +73,7 @@ def parse_jsonl(data: bytes) -> ParseResult:
             result.skipped += 1
             continue
         try:
-            result.add(_message(result.next_seq(), number, text))
+            result.messages.append(_message(result.next_seq(), number, text))
         except ValueError as exc:
             result.bad.append(BadLine.of(number, text, str(exc)))
     return result

@@ -72,7 +72,7 @@ def _parse(data: bytes, fmt: str, max_terms: int) -> ParseResult:
             result.bad.append(BadLine.of(number, text, str(exc)))
             continue
         s, p, o = (t.nt for t in terms[:3])
-        result.add(Message(result.next_seq(), number, "file", None, "insert", s, p, o, stream))
+        result.messages.append(Message(result.next_seq(), number, "file", None, "insert", s, p, o, stream))
     return result
 
 

@@ -112,7 +112,7 @@ class _PatchReader:
 
     def _emit(self, rows: list[_Row], event_key: str) -> None:
         for row in rows:
-            self.result.add(Message(self.result.next_seq(), row.line, event_key, self.headers.time,
+            self.result.messages.append(Message(self.result.next_seq(), row.line, event_key, self.headers.time,
                                     row.op, row.s, row.p, row.o, row.stream, self.headers.event_id))
         self.headers = _Headers()
 

@@ -95,5 +95,5 @@ def parse_turtle(data: bytes) -> ParseResult:
             continue
         if triple not in seen:
             seen.add(triple)
-            result.add(Message(result.next_seq(), 0, "file", None, "insert", *triple))
+            result.messages.append(Message(result.next_seq(), 0, "file", None, "insert", *triple))
     return result

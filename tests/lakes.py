@@ -1,0 +1,72 @@
+"""Small lakes with registered queries and a few completed batches, for the quality and maintenance
+tests (built once per module, copied by tests that damage them)."""
+from __future__ import annotations
+
+import argparse
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipelines.cli import Context
+from pipelines.cli_ops import add_commands
+from pipelines.ingest import ingest_paths
+from pipelines.register import register
+from pipelines.run import Runner
+from pipelines.storage import TableStore, open_store
+from views.plan import compile_query
+from views.sparql import parse_query
+
+from .streams import PREFIXES, Stream
+
+
+@dataclass
+class Lake:
+    root: Path
+    store: TableStore
+    stream: Stream
+    queries: dict[str, str]
+
+    def copy(self, to: Path) -> TableStore:
+        """A copy of the lake at ``to`` (Delta tables reference their files relatively)."""
+        shutil.copytree(self.store.root, to)
+        return open_store(str(to), self.store.spark, backend="delta-rs")
+
+    def ingest(self, store: TableStore | None = None) -> None:
+        """Ingest the stream's next batch of messages as a new landing file."""
+        target = store or self.store
+        path = self.root / "landing" / f"{len(list((self.root / 'landing').glob('*')))}.jsonl"
+        ingest_paths(target, [str(Stream.write(path, self.stream.next_batch()))])
+
+
+def build_lake(root: Path, spark, queries: dict[str, str], batches: int, seed: int) -> Lake:
+    """Ingest one file, register ``queries`` (SPARQL without prefixes), then ``batches`` rounds of
+    ingest + run, one micro-batch each."""
+    store = open_store(str(root / "lake"), spark, backend="delta-rs")
+    lake = Lake(root, store, Stream(seed=seed), queries)
+    (root / "landing").mkdir(parents=True)
+    lake.ingest()
+    for name, text in queries.items():
+        register(store, spark, compile_query(parse_query(PREFIXES + text, name), name))
+    for _ in range(batches):
+        lake.ingest()
+        Runner(store, spark).run()
+    return lake
+
+
+def ops_context(store: TableStore, argv: list[str]) -> Context:
+    """A CLI context for the ``validate``/``maintain`` commands on ``store``'s lake, parsed by the
+    parser :func:`pipelines.cli_ops.add_commands` declares (the global options as the CLI sets them)."""
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def add(name, func, help_text):
+        p = sub.add_parser(name, help=help_text)
+        p.set_defaults(func=func)
+        return p
+
+    add_commands(add)
+    args = parser.parse_args(argv)
+    for option, value in {"lake": store.root, "master": "local[2]", "conf": None, "storage": "delta-rs",
+                          "debug": False, "quiet": True}.items():
+        setattr(args, option, value)
+    return Context(args)

@@ -1,0 +1,89 @@
+"""W3C SPARQL `basic` and `triple-match` evaluation tests, replayed through the pipeline: each test's
+data as an insert stream (answers must equal the expected results), then as a delete stream (answers
+must become empty). Tests sharing a data file share one lake."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from itertools import groupby
+
+import pyoxigraph as ox
+import pytest
+
+from pipelines import answers as A
+from pipelines.ingest import ingest_paths
+from pipelines.register import register
+from pipelines.run import Runner
+from pipelines.storage import open_store
+from views.errors import QuerySyntaxError
+from views.plan import compile_query
+from views.sparql import parse_query
+
+from .oracle import table_bag
+from .w3c import blank_free_bag, evaluation_tests, expected_bag
+
+#: Tests lakegraph does not run, with the reason; asserted, so the list stays true.
+UNSUPPORTED = {
+    "Basic - Term 7": (QuerySyntaxError, "SPARQL 1.0 decimal '456.' is not SPARQL 1.1 syntax; rdflib's parser refuses it"),
+}
+
+TESTS = evaluation_tests()
+
+
+def test_the_suites_are_all_there():
+    assert len(TESTS) == 31
+    assert {t.suite for t in TESTS} == {"basic", "triple-match"}
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_unsupported_tests_are_refused_with_one_line(name):
+    test = next(t for t in TESTS if t.name == name)
+    error, _reason = UNSUPPORTED[name]
+    with pytest.raises(error) as caught:
+        parse_query(test.query.read_text(), test.query.name)
+    assert len(str(caught.value).splitlines()) == 1
+
+
+def _messages(data_files, op: str) -> str:
+    lines = []
+    for path in data_files:
+        for quad in ox.parse(path=str(path), format=ox.RdfFormat.TURTLE, base_iri=path.as_uri()):
+            lines.append(json.dumps({"time": "2026-11-23T09:00:00Z", "op": op, "s": str(quad.subject),
+                                     "p": str(quad.predicate), "o": str(quad.object)}))
+    return "\n".join(lines) + "\n"
+
+
+GROUPS = [(data, list(tests)) for data, tests in
+          groupby(sorted((t for t in TESTS if t.name not in UNSUPPORTED), key=lambda t: t.data),
+                  key=lambda t: t.data)]
+
+
+#: Data groups whose answers still differ from the W3C expectations (open work, see issue 3's note):
+#: blank-node lists (data-2) and numeric/term literal forms (data-4).
+KNOWN_DIFFERENCES = {"basic/data-2.ttl", "basic/data-4.ttl"}
+
+
+def _group_param(data, tests):
+    gid = data[0].parent.name + "/" + data[0].name
+    marks = [pytest.mark.xfail(strict=True, reason="known difference, open in issue 3")] if gid in KNOWN_DIFFERENCES else []
+    return pytest.param(data, tests, id=gid, marks=marks)
+
+
+@pytest.mark.parametrize("data,tests", [_group_param(d, t) for d, t in GROUPS])
+def test_w3c_tests_through_inserts_then_deletes(data, tests, spark, tmp_path):
+    store = open_store(str(tmp_path / "lake"), spark, backend="delta-rs")
+    plans = {}
+    for i, test in enumerate(tests):
+        plan = compile_query(parse_query(test.query.read_text(), test.query.name), f"t{i}")
+        register(store, spark, plan)
+        plans[test.name] = plan
+    for op, expect_empty in (("+", False), ("-", True)):
+        landing = tmp_path / f"data{op == '-'}.jsonl"
+        landing.write_text(_messages(data, op), encoding="utf-8")
+        ingest_paths(store, [str(landing)])
+        Runner(store, spark).run()
+        for test in tests:
+            plan = plans[test.name]
+            got = blank_free_bag(table_bag(A.answers(store, plan.name), plan.projection))
+            want = Counter() if expect_empty else expected_bag(test, plan.projection)
+            assert got == want, f"{test.suite}/{test.name} after the {'delete' if expect_empty else 'insert'} stream"
