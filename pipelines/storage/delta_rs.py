@@ -159,8 +159,15 @@ class DeltaRsStore:
 
     def read_arrow(self, name: str, version: int | None = None,
                    columns: Sequence[str] | None = None) -> pa.Table:
+        # Read the version's parquet files with pyarrow: delta-rs's own reader can abort the
+        # process at exit (delta-rs#2184).
+        import pyarrow.dataset as ds
+
         dt = self._table(name, version)
-        return normalise_arrow(dt.to_pyarrow_table(columns=list(columns) if columns else None))
+        schema = self.schema(name)
+        files = [u.removeprefix("file://") for u in dt.file_uris()]
+        table = ds.dataset(files, format="parquet", schema=schema).to_table() if files else schema.empty_table()
+        return normalise_arrow(table.select(list(columns)) if columns else table)
 
     def version_at(self, name: str, when: datetime) -> int:
         if when.tzinfo is None:
