@@ -58,14 +58,16 @@ GROUPS = [(data, list(tests)) for data, tests in
                   key=lambda t: t.data)]
 
 
-#: Data groups whose answers still differ from the W3C expectations (open work, see issue 3's note):
-#: blank-node lists (data-2) and numeric/term literal forms (data-4).
+#: Data groups whose answers still differ from the W3C expectations. This is an open defect, not a
+#: settled limit (issue 3 stays open on it): data-2 projects blank nodes of RDF lists, data-4 has
+#: numeric literals that the expected results write in another lexical form. strict=True makes the
+#: marks fail as soon as a fix lands, so they cannot outlive the defect.
 KNOWN_DIFFERENCES = {"basic/data-2.ttl", "basic/data-4.ttl"}
 
 
 def _group_param(data, tests):
     gid = data[0].parent.name + "/" + data[0].name
-    marks = [pytest.mark.xfail(strict=True, reason="known difference, open in issue 3")] if gid in KNOWN_DIFFERENCES else []
+    marks = [pytest.mark.xfail(strict=True, reason="open defect: answers differ from the W3C results (blank-node lists / numeric lexical forms)")] if gid in KNOWN_DIFFERENCES else []
     return pytest.param(data, tests, id=gid, marks=marks)
 
 
