@@ -64,14 +64,18 @@ class Stream:
                 triple, op = self.rng.choice(present), "+"      # no-op: already present
             else:
                 triple, op = self.rng.choice(absent), "-"       # no-op: absent
-            if op == "+":
-                self.graph.add(triple)
-            else:
-                self.graph.discard(triple)
-            self.clock += timedelta(seconds=1)
-            messages.append({"time": self.clock.isoformat().replace("+00:00", "Z"), "op": op,
-                             "s": triple[0], "p": triple[1], "o": triple[2]})
+            messages.append(self.message(op, triple))
         return messages
+
+    def message(self, op: str, triple: tuple[str, str, str]) -> dict:
+        """Apply one update to the graph and return it as a message; tests script rare patterns with it."""
+        if op == "+":
+            self.graph.add(triple)
+        else:
+            self.graph.discard(triple)
+        self.clock += timedelta(seconds=1)
+        return {"time": self.clock.isoformat().replace("+00:00", "Z"), "op": op,
+                "s": triple[0], "p": triple[1], "o": triple[2]}
 
     @staticmethod
     def write(path: Path, messages: list[dict]) -> Path:

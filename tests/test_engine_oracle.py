@@ -13,7 +13,7 @@ from views.plan import compile_query
 from views.sparql import parse_query
 
 from .oracle import changes_bag, oracle_bag, table_bag
-from .streams import PREFIXES, Stream
+from .streams import PREFIXES, Stream, iri
 
 QUERIES = {
     # class: ground (a boolean gate)
@@ -39,6 +39,10 @@ QUERIES = {
     "strings": 'SELECT ?x ?l WHERE { ?x ex:label ?l FILTER(regex(str(?l), "^ab", "i") || datatype(?l) = ex:code) }',
 }
 LATE = {"chain", "product", "distinct", "gated"}   # registered after data exists: backfill
+GATE = [(iri("a"), iri("knows"), iri("b")), (iri("b"), iri("knows"), iri("c"))]
+# A random stream rarely holds both triples of the ground pattern: open the gate in batch 2, close it
+# in batch 3 (one triple deleted), re-open it in batch 4 (re-insert) on top of the random messages.
+SCRIPT = {2: [("+", GATE[0]), ("+", GATE[1])], 3: [("-", GATE[1])], 4: [("+", GATE[1])]}
 
 
 def plan_of(name: str):
@@ -59,7 +63,8 @@ def replay(tmp_path_factory, spark):
             register(store, spark, plans[name])
     history = []   # (batch, graph snapshot, {query: gold bag})
     for i in range(6):
-        ingest_paths(store, [str(Stream.write(root / "landing" / f"b{i}.jsonl", stream.next_batch()))])
+        messages = stream.next_batch() + [stream.message(op, t) for op, t in SCRIPT.get(i, [])]
+        ingest_paths(store, [str(Stream.write(root / "landing" / f"b{i}.jsonl", messages))])
         if i == 1:
             for name in LATE:
                 register(store, spark, plans[name])
