@@ -6,8 +6,9 @@ The graph is a set, so within a batch the last message on a triple (by ``seq``) 
 is present afterwards; comparing that with the view before the batch gives a +1/-1 change or nothing.
 Inserting a present triple and deleting an absent one are counted as no-ops.
 
-Every view's change is computed in ONE Spark job: the per-view frames are padded to a common shape
-(``c0..c2``, at most three variable positions) and unioned before a single collect.
+Spark finds each view's matching messages and probes the views for the keys they touch, in one
+collect: the per-view frames are padded to a common shape (``c0..c2``, at most three variable
+positions) and unioned. The walk in ``seq`` order is then done on those few rows in Arrow.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Callable, Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Window
@@ -24,8 +26,6 @@ from schemas.tables import MULT
 from views.plan import ViewDef
 
 _PAD = ("c0", "c1", "c2")
-_KIND_DELTA = "delta"
-_KIND_NOOP = "noop"
 
 
 def view_schema(view: ViewDef) -> pa.Schema:
@@ -65,30 +65,55 @@ def view_rows(graph: DataFrame, view: ViewDef) -> DataFrame:
     return matching(as_messages, view).select(*view.columns).distinct().withColumn(MULT, F.lit(1).cast("long"))
 
 
-def _changes(messages: DataFrame, view: ViewDef, before: DataFrame) -> DataFrame:
-    """Rows of the common shape for one view: net changes (+1/-1) and no-op messages."""
-    cols = list(view.columns) + ["_k"]
-    hits = matching(messages, view).withColumn("_k", F.lit(1))
-    present = before.select(*view.columns).withColumn("_k", F.lit(1)).withColumn("_present", F.lit(True))
-    by_key = Window.partitionBy(*cols).orderBy("seq")
-    newest = Window.partitionBy(*cols).orderBy(F.desc("seq"))
-    walked = (hits.join(present, on=cols, how="left")
-              .withColumn("_present", F.coalesce(F.col("_present"), F.lit(False)))
-              .withColumn("_prev", F.lag("op").over(by_key))
-              .withColumn("_rank", F.row_number().over(newest)))
-    state_before = F.when(F.col("_prev").isNull(), F.col("_present")).otherwise(F.col("_prev") == "insert")
-    is_insert = F.col("op") == "insert"
-    mult = is_insert.cast("long") - F.col("_present").cast("long")
+def _shaped(rows: DataFrame, view: ViewDef, *extra) -> DataFrame:
+    """A view's rows in the common shape: ``_view``, ``extra`` columns, ``c0..c2`` padded with ''.
+    N-Triples terms are never empty, so '' is a safe pad that keeps the keys null-free for joins."""
     pads = [F.col(c).alias(_PAD[i]) for i, c in enumerate(view.columns)]
-    pads += [F.lit(None).cast("string").alias(p) for p in _PAD[len(view.columns):]]
+    pads += [F.lit("").alias(p) for p in _PAD[len(view.columns):]]
+    return rows.select(F.lit(view.id).alias("_view"), *extra, *pads)
 
-    def shaped(rows: DataFrame, kind: str, weight) -> DataFrame:
-        return rows.select(F.lit(view.id).alias("_view"), F.lit(kind).alias("_kind"), F.col("seq"),
-                           *pads, weight.alias(MULT))
 
-    noops = shaped(walked.where(is_insert == state_before), _KIND_NOOP, F.lit(0).cast("long"))
-    deltas = shaped(walked.where((F.col("_rank") == 1) & (mult != 0)), _KIND_DELTA, mult)
-    return noops.unionByName(deltas)
+def _hits_and_presence(messages: DataFrame, views: list[ViewDef],
+                       before: Callable[[ViewDef], DataFrame]) -> pa.Table:
+    """One Spark job: the messages matching each view (``seq``, ``op``, key) and, for the keys they
+    touch, whether the key is in the view before the batch (rows with a null ``seq``). The views are
+    probed with the batch's keys (a broadcast semi-join): nothing of a view but its matches leaves Spark."""
+    union = lambda frames: reduce(lambda a, b: a.unionByName(b), frames)  # noqa: E731
+    hits = union([_shaped(matching(messages, v), v, F.col("seq"), F.col("op")) for v in views])
+    keys = F.broadcast(hits.select("_view", *_PAD))
+    present = (union([_shaped(before(v), v) for v in views])
+               .join(keys, on=["_view", *_PAD], how="left_semi")
+               .select("_view", F.lit(None).cast("long").alias("seq"), F.lit(None).cast("string").alias("op"),
+                       *_PAD))
+    return hits.unionByName(present).toArrow()
+
+
+def _walk(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """Messages in ``seq`` order per (view, key): the state before each message is the previous
+    message's op, or the key's presence before the batch for the first one. Returns the net changes
+    (one row per key whose last message flips its presence) and the no-op messages."""
+    keys = ["_view", *_PAD]
+    is_probe = pc.is_null(rows["seq"])
+    present = rows.filter(is_probe).select(keys).append_column("_present", pa.repeat(True, pc.sum(is_probe).as_py() or 0))
+    hits = rows.filter(pc.invert(is_probe)).join(present, keys=keys, join_type="left outer")
+    hits = hits.sort_by([(k, "ascending") for k in keys] + [("seq", "ascending")])
+    n = hits.num_rows
+    was_present = pc.fill_null(hits["_present"], False).to_numpy(zero_copy_only=False)
+    is_insert = pc.equal(hits["op"], "insert").to_numpy(zero_copy_only=False)
+    same_as_prev = np.zeros(n, dtype=bool)
+    if n > 1:
+        same = np.ones(n - 1, dtype=bool)
+        for k in keys:
+            column = hits[k]
+            same &= pc.equal(column.slice(1), column.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        same_as_prev[1:] = same
+    state_before = np.where(same_as_prev, np.roll(is_insert, 1), was_present)
+    is_last = np.ones(n, dtype=bool)
+    is_last[:-1] = ~same_as_prev[1:]
+    mult = is_insert.astype(np.int64) - was_present.astype(np.int64)
+    net = hits.append_column(MULT, pa.array(mult)).filter(pa.array(is_last & (mult != 0)))
+    noops = hits.filter(pa.array(is_insert == state_before))
+    return net, noops
 
 
 @dataclass
@@ -105,15 +130,11 @@ def compute_view_changes(messages: DataFrame, views: Iterable[ViewDef],
     views = list(views)
     if not views:
         return ViewChanges({}, set())
-    frames = [_changes(messages, v, before(v)) for v in views]
-    rows = reduce(lambda a, b: a.unionByName(b), frames).toArrow()
+    net, noops = _walk(_hits_and_presence(messages, views, before))
     deltas: dict[str, pa.Table] = {}
-    kinds = rows["_kind"]
-    changed = rows.filter(pc.equal(kinds, _KIND_DELTA))
     for view in views:
-        mine = changed.filter(pc.equal(changed["_view"], view.id))
+        mine = net.filter(pc.equal(net["_view"], view.id))
         deltas[view.id] = pa.table(
             [mine[_PAD[i]] for i in range(len(view.columns))] + [mine[MULT]],
             schema=view_schema(view))
-    noops = rows.filter(pc.equal(kinds, _KIND_NOOP))["seq"].to_pylist()
-    return ViewChanges(deltas, set(noops))
+    return ViewChanges(deltas, set(noops["seq"].to_pylist()))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import OrderedDict
 from datetime import datetime, timezone
 from typing import Sequence
 
@@ -17,6 +18,7 @@ from deltalake.exceptions import TableNotFoundError
 from .base import Data, StorageError, TableNotFound, Txn
 
 _CDF_ON = {"delta.enableChangeDataFeed": "true"}
+_PINNED_CACHE = 256
 
 
 def quote(column: str) -> str:
@@ -51,6 +53,11 @@ class DeltaRsStore:
         self.root = os.path.abspath(root)
         self.spark = spark
         self._schemas: dict[str, pa.Schema] = {}
+        # Opening a table replays its log; a batch touches each table several times. The newest
+        # state is kept per table and brought up to date incrementally; pinned versions never change,
+        # so the last few opened are kept as they are.
+        self._latest: dict[str, DeltaTable] = {}
+        self._pinned: OrderedDict[tuple[str, int], DeltaTable] = OrderedDict()
 
     # -- naming -----------------------------------------------------------------------------
     def path(self, name: str) -> str:
@@ -66,7 +73,20 @@ class DeltaRsStore:
 
     def _table(self, name: str, version: int | None = None) -> DeltaTable:
         try:
-            return DeltaTable(self.path(name), version=version)
+            if version is None:
+                dt = self._latest.get(name)
+                if dt is None:
+                    dt = self._latest[name] = DeltaTable(self.path(name))
+                else:
+                    dt.update_incremental()
+                return dt
+            key = (name, version)
+            if key not in self._pinned:
+                self._pinned[key] = DeltaTable(self.path(name), version=version)
+                if len(self._pinned) > _PINNED_CACHE:
+                    self._pinned.popitem(last=False)
+            self._pinned.move_to_end(key)
+            return self._pinned[key]
         except TableNotFoundError as exc:
             raise TableNotFound(f"table {name!r} does not exist in lake {self.root}") from exc
         except Exception as exc:  # delta-rs raises generic errors for a missing version
@@ -82,6 +102,9 @@ class DeltaRsStore:
     def drop(self, name: str) -> None:
         shutil.rmtree(self.path(name), ignore_errors=True)
         self._schemas.pop(name, None)
+        self._latest.pop(name, None)
+        for key in [k for k in self._pinned if k[0] == name]:
+            del self._pinned[key]
 
     def version(self, name: str) -> int:
         return self._table(name).version()
