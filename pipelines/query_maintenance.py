@@ -18,7 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from functools import reduce
+
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -123,6 +126,9 @@ class QueryDelta:
     gold: pa.Table               # answer change
 
 
+GOLD = "gold"   # the key of a query's answer change among its outputs
+
+
 class QueryMaintainer:
     """Turns view changes into a query's partial-embedding, bag and gold changes.
 
@@ -146,34 +152,34 @@ class QueryMaintainer:
             owned[bag_table(self.plan.name)] = binding_schema(self.plan.projection)
         return owned
 
-    def delta(self, view_deltas: dict[str, pa.Table]) -> QueryDelta:
+    def schemas(self) -> dict[str, pa.Schema]:
+        """The schema of every output of :meth:`outputs`: owned tables and the gold change."""
+        return {**self.tables(), GOLD: binding_schema(self.plan.projection)}
+
+    def outputs(self, delta_frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
+        """The batch's changes as lazy Spark frames, keyed by owned table name or :data:`GOLD`;
+        nothing is evaluated here, so the caller collects every query's outputs in one job. A query
+        no changed view touches has no outputs."""
         plan = self.plan
-        state: dict[str, pa.Table] = {}
-        delta_frames = {v: self.frame(t) for v, t in view_deltas.items() if t.num_rows}
+        out: dict[str, DataFrame] = {}
         comp_deltas = [component_delta(c, self.read, delta_frames.get) for c in plan.components]
         if keeps_components(plan):
             for i, d in enumerate(comp_deltas):
                 if d is not None:
-                    state[pe_table(plan.name, i)] = d.toArrow()
-            comp_deltas = [self._nonempty(state.get(pe_table(plan.name, i))) for i in range(len(comp_deltas))]
+                    out[pe_table(plan.name, i)] = d
             old = [self.read(pe_table(plan.name, i)) for i in range(len(plan.components))]
             rows = product_delta(comp_deltas, old)
         else:
             rows = comp_deltas[0]
-        empty = pa.Table.from_pylist([], schema=binding_schema(plan.projection))
         if rows is None:
-            return QueryDelta(state, empty)
-        projected = project(plan, rows).toArrow()
+            return out
+        projected = project(plan, rows)
         if not is_distinct(plan):
-            return QueryDelta(state, projected)
-        state[bag_table(plan.name)] = projected
-        if projected.num_rows == 0:
-            return QueryDelta(state, empty)
-        gold = support_delta(self.frame(projected), self.read(bag_table(plan.name)), plan.projection)
-        return QueryDelta(state, gold.toArrow())
-
-    def _nonempty(self, table: pa.Table | None) -> DataFrame | None:
-        return None if table is None or table.num_rows == 0 else self.frame(table)
+            out[GOLD] = projected
+            return out
+        out[bag_table(plan.name)] = projected
+        out[GOLD] = support_delta(projected, self.read(bag_table(plan.name)), plan.projection)
+        return out
 
     def full(self, current: Frames) -> QueryDelta:
         """The query's whole state and answers from views ``current`` (a delta from empty):
@@ -194,3 +200,30 @@ class QueryMaintainer:
         state[bag_table(plan.name)] = bag
         ones = pa.array([1] * bag.num_rows, pa.int64())
         return QueryDelta(state, bag.set_column(bag.schema.get_field_index(MULT), MULT, ones))
+
+
+def collect(outputs: dict[tuple[str, str], DataFrame], schemas: dict[tuple[str, str], pa.Schema]
+            ) -> dict[tuple[str, str], pa.Table]:
+    """Evaluate many Z-set frames in ONE Spark job: each is padded to a common shape (an output
+    key, ``c0..cN``, ``_mult``), the shapes are unioned and collected once, then split in Arrow.
+    Spark's fixed cost is per job, so this is what keeps a batch's job count flat in the number of
+    queries. Outputs absent from ``outputs`` come back empty."""
+    width = max([len(s) - 1 for s in schemas.values()] + [0])
+    pads = [f"c{i}" for i in range(width)]
+    keys = {key: f"{i}" for i, key in enumerate(outputs)}
+    shaped = []
+    for key, frame in outputs.items():
+        columns = [f.name for f in schemas[key] if f.name != MULT]
+        cells = [F.col(f"`{c}`").alias(pads[i]) for i, c in enumerate(columns)]
+        cells += [F.lit(None).cast("string").alias(p) for p in pads[len(columns):]]
+        shaped.append(frame.select(F.lit(keys[key]).alias("_out"), *cells, F.col(MULT).cast("long").alias(MULT)))
+    rows = reduce(lambda a, b: a.unionByName(b), shaped).toArrow() if shaped else None
+    result: dict[tuple[str, str], pa.Table] = {}
+    for key, schema in schemas.items():
+        if rows is None or key not in keys:
+            result[key] = schema.empty_table()
+            continue
+        mine = rows.filter(pc.equal(rows["_out"], keys[key]))
+        columns = [f.name for f in schema if f.name != MULT]
+        result[key] = pa.table([mine[pads[i]] for i in range(len(columns))] + [mine[MULT]], schema=schema)
+    return result

@@ -25,7 +25,7 @@ from schemas.tables import MULT
 
 from . import catalog
 from .lake import BATCH_APP, BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
-from .query_maintenance import QueryMaintainer
+from .query_maintenance import GOLD, QueryMaintainer, collect
 from .storage import TableStore, Txn
 from .storage.spark_arrow import arrow_schema_to_spark
 from .view_maintenance import compute_view_changes
@@ -165,26 +165,31 @@ class Runner:
         messages = spark_frame(self.spark, rows.select(_MESSAGE_COLUMNS))
         views = catalog.distinct_views(plans)
         changes = compute_view_changes(messages, views, lambda v: self.store.read(v.id, versions.get(v.id)))
-        deltas = {}
-        for plan in plans:
-            deltas[plan.name] = self._maintainer(plan, versions).delta(changes.deltas)
+        delta_frames = {v: spark_frame(self.spark, t) for v, t in changes.deltas.items() if t.num_rows}
+        maintainers = {plan.name: self._maintainer(plan, versions) for plan in plans}
+        outputs, schemas = {}, {}
+        for name, maintainer in maintainers.items():
+            for key, frame in maintainer.outputs(delta_frames).items():
+                outputs[(name, key)] = frame
+            for key, schema in maintainer.schemas().items():
+                schemas[(name, key)] = schema
+        results = collect(outputs, schemas)
         # commits, in a fixed order; each skipped if this batch already committed it
         for view in views:
             if changes.deltas[view.id].num_rows:
                 self.store.merge_counts(view.id, changes.deltas[view.id], view.columns, MULT, txn)
         answer_changes = 0
         for plan in plans:
-            delta = deltas[plan.name]
-            for name, schema in self._maintainer(plan, versions).tables().items():
-                table = delta.state.get(name)
-                if table is not None and table.num_rows:
+            for name, schema in maintainers[plan.name].tables().items():
+                table = results[(plan.name, name)]
+                if table.num_rows:
                     keys = [f.name for f in schema if f.name != MULT]
                     self.store.merge_counts(name, table, keys, MULT, txn)
-            if delta.gold.num_rows:
-                self.store.merge_counts(gold_table(plan.name), delta.gold, list(plan.projection), MULT, txn)
-                self.store.append(changes_table(plan.name),
-                                  change_rows(plan.name, record, delta.gold, plan.projection), txn)
-                answer_changes += int(pc.sum(pc.abs(delta.gold[MULT])).as_py())
+            gold = results[(plan.name, GOLD)]
+            if gold.num_rows:
+                self.store.merge_counts(gold_table(plan.name), gold, list(plan.projection), MULT, txn)
+                self.store.append(changes_table(plan.name), change_rows(plan.name, record, gold, plan.projection), txn)
+                answer_changes += int(pc.sum(pc.abs(gold[MULT])).as_py())
         stats = {"batch": record.batch, "messages": rows.num_rows, "noops": len(changes.noop_seqs),
                  "view_changes": sum(t.num_rows for t in changes.deltas.values()),
                  "answer_changes": answer_changes, "bronze_from": record.bronze_from,

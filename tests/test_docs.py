@@ -113,8 +113,6 @@ def test_audit_walkthrough_runs_and_finds_the_messages(demo_lake, monkeypatch):
 @pytest.mark.parametrize("doc,index", [(d, i) for d in DOCS for i, (k, _) in enumerate(blocks(d)) if k == "python"])
 def test_python_blocks_run(demo_lake, monkeypatch, capsys, doc, index):
     code = blocks(doc)[index][1]
-    if "import duckdb" in code:
-        pytest.importorskip("duckdb", reason="DuckDB is optional (pip install duckdb)")
     monkeypatch.setenv("LAKEGRAPH_LAKE", demo_lake)
     exec(compile(code, f"{doc} block {index}", "exec"), {})
     assert "Databases" in capsys.readouterr().out
