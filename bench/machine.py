@@ -1,0 +1,49 @@
+"""The machine and software a run measured on, recorded next to its figures."""
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from importlib.metadata import PackageNotFoundError, version
+
+from pyspark.sql import SparkSession
+
+PACKAGES = ("pyspark", "deltalake", "pyarrow", "pyoxigraph", "great-expectations")
+
+
+def _memory_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _java() -> str:
+    try:
+        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return (out.stderr or out.stdout).splitlines()[0] if (out.stderr or out.stdout) else "unknown"
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "not installed"
+
+
+def machine_info(spark: SparkSession) -> dict:
+    """Cores, memory, OS, Python, Java, package versions and the Spark master and driver memory."""
+    conf = spark.sparkContext.getConf()
+    return {
+        "cores": os.cpu_count(), "memory_bytes": _memory_bytes(), "platform": platform.platform(),
+        "cpu": platform.processor() or platform.machine(), "python": platform.python_version(),
+        "java": _java(), "versions": {p: _version(p) for p in PACKAGES},
+        "spark_master": spark.sparkContext.master, "spark_driver_memory": conf.get("spark.driver.memory", "default"),
+        "spark_shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+    }

@@ -1,0 +1,217 @@
+"""One benchmark run: per scale, generate the data and the stream once, then drive the three systems
+through the same landing files, check after every batch that they agree, and record raw figures.
+
+Queries are registered together in one lake by default (one ``Runner.run`` maintains them all,
+sharing views, which is how lakegraph is deployed); ``separate`` gives every query a lake of its own
+so that lakegraph's figures are per query too, at the cost of replaying the stream per query. The
+recompute and pyoxigraph systems re-run each query on its own in both modes, so their per-query
+times are always available.
+
+Each scale starts with ``warmup`` unmeasured batches (applied and checked like the others) so
+that the first measured batch does not pay for JIT compilation and Python worker start-up.
+
+Raw records go to ``results.jsonl`` as they are made (a run that stops on a disagreement keeps what
+it measured); :mod:`bench.report` turns them into the table and the plots.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from pyspark.sql import SparkSession
+
+from .lubm import MessageWriter, UpdateStream, generate, write_ntriples
+from .machine import machine_info
+from .measure import lake_sizes, matchable
+from .systems import BatchTiming, BenchQuery, Lakegraph, Oxigraph, SparkRecompute, System
+
+PACKAGE = Path(__file__).parent
+QUERY_DIR = PACKAGE / "queries"
+RESULTS_DIR = PACKAGE / "results"
+
+
+def default_queries() -> list[Path]:
+    """Every query shipped in ``bench/queries``."""
+    return sorted(QUERY_DIR.glob("*.rq"))
+
+
+@dataclass
+class Config:
+    """What one run measures. The defaults are a quick run (a few minutes on 2 cores); figures worth
+    quoting need more batches (``--batches 5``) and larger scales."""
+
+    scales: list[int] = field(default_factory=lambda: [1, 10])
+    departments: int = 2
+    batch_sizes: list[int] = field(default_factory=lambda: [100, 1000])
+    batches: int = 1
+    floor_batches: int = 1
+    warmup: int = 1                     # unmeasured batches first (JIT, Python workers, caches)
+    delete_ratio: float = 0.3
+    seed: int = 0
+    queries: list[Path] = field(default_factory=default_queries)
+    separate: bool = False
+    out: Path = RESULTS_DIR
+    work: Path | None = None            # kept when given; a temporary directory otherwise
+
+
+class Disagreement(RuntimeError):
+    """Two systems gave different answers: the run stops here."""
+
+
+class Records:
+    """Raw figures, kept in memory and appended to ``results.jsonl`` as they come."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.rows: list[dict] = []
+        path.write_text("", encoding="utf-8")
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row, sort_keys=True) + "\n")
+
+
+def _sample(bag: Counter, limit: int = 3) -> str:
+    return "; ".join(" ".join(map(str, row)) for row in sorted(bag)[:limit]) or "-"
+
+
+def check(systems: list[System], queries: list[BenchQuery], where: str) -> None:
+    """Raise :class:`Disagreement` unless every system has the same answers as pyoxigraph (the last)."""
+    reference = systems[-1]
+    for query in queries:
+        expected = reference.answers(query.name)
+        for system in systems[:-1]:
+            got = system.answers(query.name)
+            if got != expected:
+                delta = Counter(got)
+                delta.subtract(expected)
+                extra = Counter({k: n for k, n in delta.items() if n > 0})
+                missing = Counter({k: -n for k, n in delta.items() if n < 0})
+                raise Disagreement(
+                    f"query {query.name}, {where}: {system.name} and {reference.name} disagree: "
+                    f"{sum(extra.values())} answer(s) only in {system.name} (e.g. {_sample(extra)}), "
+                    f"{sum(missing.values())} only in {reference.name} (e.g. {_sample(missing)})")
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A landing file of the stream: its batch size and the graph size after it."""
+
+    path: Path
+    size: int
+    triples_after: int
+
+
+def _record(timing: BatchTiming) -> dict:
+    return {"seconds": timing.seconds, "parts": timing.parts, "jobs": timing.jobs,
+            "commits": timing.commits, "stats": timing.stats}
+
+
+def run_benchmark(config: Config, spark: SparkSession, log: Callable[[str], None] | None = None) -> list[dict]:
+    """Run the benchmark; returns the raw records (also in ``config.out/results.jsonl``)."""
+    say = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    records = Records(config.out / "results.jsonl")
+    records.add({"kind": "machine", **machine_info(spark)})
+    records.add({"kind": "config", "scales": config.scales, "departments": config.departments,
+                 "batch_sizes": config.batch_sizes, "batches": config.batches, "warmup": config.warmup,
+                 "floor_batches": config.floor_batches,
+                 "delete_ratio": config.delete_ratio, "seed": config.seed, "separate": config.separate,
+                 "queries": [p.stem for p in config.queries]})
+    queries = [BenchQuery.from_file(p) for p in config.queries]
+    groups = [[q] for q in queries] if config.separate else [queries]
+    work = config.work or Path(tempfile.mkdtemp(prefix="lakegraph-bench-"))
+    try:
+        for scale in config.scales:
+            _run_scale(config, spark, scale, groups, work / f"scale{scale}", records, say)
+    finally:
+        if config.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return records.rows
+
+
+@dataclass
+class Landing:
+    """One scale's files, written once and replayed to every system: the initial graph, the
+    warm-up, measured and floor batches; and the graph the stream leaves behind."""
+
+    initial: Path
+    triples: int
+    warmups: list[Path]
+    planned: list[Planned]
+    floors: list[Path]
+    floor_size: int
+    final_graph: set[tuple[str, str, str]]
+
+
+def write_landing(config: Config, scale: int, root: Path) -> Landing:
+    """Generate the data and the stream of ``scale`` and write them under ``root``."""
+    dataset = generate(scale, config.departments, config.seed)
+    stream = UpdateStream(dataset, config.seed, config.delete_ratio)
+    initial = write_ntriples(root / "initial.nt", dataset.triples)
+    writer = MessageWriter()
+    landing = root / "landing"
+    warmups = [writer.write(landing / f"warmup_{k:03d}.jsonl", stream.next_batch(min(config.batch_sizes)))
+               for k in range(config.warmup)]
+    planned: list[Planned] = []
+    for size in config.batch_sizes:
+        for i in range(config.batches):
+            path = writer.write(landing / f"batch_{size}_{i:03d}.jsonl", stream.next_batch(size))
+            planned.append(Planned(path, size, len(stream)))
+    floor_size = max(config.batch_sizes)
+    floors = [writer.write(landing / f"floor_{j:03d}.jsonl", stream.unrelated_batch(floor_size, str(j)))
+              for j in range(config.floor_batches)]
+    return Landing(initial, len(dataset.triples), warmups, planned, floors, floor_size, stream.graph)
+
+
+def _run_scale(config: Config, spark: SparkSession, scale: int, groups: list[list[BenchQuery]],
+               root: Path, records: Records, say: Callable[[str], None]) -> None:
+    files = write_landing(config, scale, root)
+    base = {"scale": scale, "departments": config.departments, "triples": files.triples}
+    say(f"scale {scale}: {files.triples} triples, {len(files.warmups)} warm-up, {len(files.planned)} measured "
+        f"and {len(files.floors)} floor batch(es)")
+    for group in groups:
+        label = "all" if len(groups) == 1 else group[0].name
+        gbase = {**base, "group": label, "queries": [q.name for q in group]}
+        systems: list[System] = [Lakegraph(spark, root / f"lake_{label}"),
+                                 SparkRecompute(spark, root / f"recompute_{label}"), Oxigraph()]
+        for system in systems:
+            load_s = system.load(files.initial)
+            register_s = system.register(group)
+            records.add({"kind": "setup", **gbase, "system": system.name, "load_s": load_s, "register_s": register_s})
+            say(f"  [{label}] {system.name}: load {load_s:.1f}s, register {register_s:.1f}s")
+        check(systems, group, f"scale {scale}, after registration")
+        for k, path in enumerate(files.warmups, start=1):
+            for system in systems:
+                system.apply(path)
+            check(systems, group, f"scale {scale}, warm-up batch {k} ({path.name})")
+        for number, batch in enumerate(files.planned, start=1):
+            line = []
+            for system in systems:
+                timing = system.apply(batch.path)
+                records.add({"kind": "batch", **gbase, "system": system.name, "batch": number,
+                             "batch_size": batch.size, "graph_triples": batch.triples_after, **_record(timing)})
+                line.append(f"{system.name} {timing.seconds:.2f}s")
+            say(f"  [{label}] batch {number}/{len(files.planned)} ({batch.size} updates): " + ", ".join(line))
+            check(systems, group, f"scale {scale}, batch {number} ({batch.path.name})")
+        lakegraph = systems[0]
+        for j, path in enumerate(files.floors, start=1):
+            timing = lakegraph.apply(path)
+            records.add({"kind": "floor", **gbase, "system": lakegraph.name, "batch": j, "batch_size": files.floor_size,
+                         **_record(timing)})
+            say(f"  [{label}] floor batch {j}: {timing.seconds:.2f}s")
+            check(systems, group, f"scale {scale}, floor batch {j} ({path.name})")
+        patterns = [p for q in group for p in q.query.patterns]
+        records.add({"kind": "state", **gbase, "sizes": lake_sizes(root / f"lake_{label}"),
+                     "final_triples": len(files.final_graph),
+                     "matchable_triples": matchable(files.final_graph, patterns),
+                     "answers": {q.name: sum(systems[-1].answers(q.name).values()) for q in group}})
+        for system in systems:
+            system.close()

@@ -1,0 +1,78 @@
+"""The benchmark harness: a deterministic generator, and one tiny end-to-end run of the three systems."""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+
+from bench.__main__ import main
+from bench.lubm import UpdateStream, generate
+from bench.report import write_report
+from bench.runner import QUERY_DIR, Config, Disagreement, check, run_benchmark
+
+
+def test_generator_is_deterministic_and_scale_stable():
+    one = generate(1, departments=1, seed=3)
+    assert one.triples == generate(1, departments=1, seed=3).triples
+    assert one.triples != generate(1, departments=1, seed=4).triples
+    # a larger scale adds universities and leaves the existing ones as they were
+    assert set(one.triples) <= set(generate(2, departments=1, seed=3).triples)
+
+
+def test_stream_is_deterministic_and_every_update_changes_the_graph():
+    def batches(seed: int) -> list:
+        stream = UpdateStream(generate(1, departments=1, seed=0), seed=seed, delete_ratio=0.4)
+        return [stream.next_batch(200) for _ in range(3)]
+
+    first = batches(7)
+    assert first == batches(7) and first != batches(8)
+    graph = set(generate(1, departments=1, seed=0).triples)
+    for op, triple in (u for batch in first for u in batch):
+        assert (triple in graph) == (op == "-")
+        (graph.discard if op == "-" else graph.add)(triple)
+    ops = [op for batch in first for op, _ in batch]
+    assert 0.3 < ops.count("-") / len(ops) < 0.5
+
+
+def test_bad_option_is_one_line_and_non_zero(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--batch-sizes", "10,0"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "bench: error: argument --batch-sizes: expected positive integers, comma-separated, got '10,0'"]
+
+
+def test_smoke_three_systems_agree_and_outputs_exist(spark, tmp_path):
+    out = tmp_path / "results"
+    config = Config(scales=[1], departments=1, batch_sizes=[30], batches=2, warmup=0, floor_batches=1,
+                    queries=[QUERY_DIR / "q6.rq", QUERY_DIR / "product.rq"], out=out, work=tmp_path / "work")
+    records = run_benchmark(config, spark, log=lambda _line: None)  # raises if the systems disagree
+    batches = [r for r in records if r["kind"] == "batch"]
+    assert sorted((r["system"], r["batch"]) for r in batches) == sorted(
+        (s, b) for s in ("lakegraph", "recompute", "oxigraph") for b in (1, 2))
+    assert [r["kind"] for r in records].count("floor") == 1
+    state = next(r for r in records if r["kind"] == "state")
+    assert state["answers"]["product"] > 0 and state["sizes"]["views"]["rows"] > 0
+    paths = write_report(records, out)
+    assert all(p.exists() and p.stat().st_size for p in paths)
+    assert "| all |" in (out / "results.md").read_text()
+    assert len((out / "results.jsonl").read_text().splitlines()) == len(records)
+    assert json.loads((out / "results.jsonl").read_text().splitlines()[0])["kind"] == "machine"
+
+
+def test_disagreement_names_query_and_batch():
+    class Fixed:
+        def __init__(self, name: str, bag: Counter) -> None:
+            self.name, self.bag = name, bag
+
+        def answers(self, _query: str) -> Counter:
+            return self.bag
+
+    systems = [Fixed("lakegraph", Counter({("<a>",): 1, ("<b>",): -1})), Fixed("oxigraph", Counter({("<a>",): 1}))]
+    query = SimpleNamespace(name="q7")
+    expected = r"query q7, scale 1, batch 3 .*0 answer\(s\) only in lakegraph.*1 only in oxigraph \(e.g. <b>\)"
+    with pytest.raises(Disagreement, match=expected):
+        check(systems, [query], "scale 1, batch 3 (batch_100_002.jsonl)")
+    check(systems[1:], [query], "scale 1, batch 3")   # one system agrees with itself
