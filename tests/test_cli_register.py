@@ -1,0 +1,72 @@
+"""`lakegraph register` through the CLI: a refused query or name is one line on stderr, a non-zero
+exit, and nothing written to the lake; `queries` lists, `unregister` drops only what one query uses."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from pipelines import cli
+
+REFUSED = {
+    "optional.rq": ("SELECT * { ?s <http://e/p> ?o OPTIONAL { ?o <http://e/q> ?z } }", "OPTIONAL"),
+    "union.rq": ("SELECT * { { ?s <http://e/p> ?o } UNION { ?s <http://e/q> ?o } }", "UNION"),
+    "path.rq": ("SELECT * { ?s <http://e/p>+ ?o }", "property path"),
+    "minus.rq": ("SELECT * { ?s <http://e/p> ?o MINUS { ?s <http://e/q> ?o } }", "MINUS"),
+    "syntax.rq": ("SELECT ?s WHERE { ?s <http://e/p> }", "syntax error at line 1"),
+}
+
+
+def lake_state(lake: str) -> dict[str, list[str]]:
+    """Every table of the lake and its log entries: a refused command must leave it unchanged."""
+    return {t: sorted(os.listdir(os.path.join(lake, t, "_delta_log")))
+            for t in sorted(os.listdir(lake)) if os.path.isdir(os.path.join(lake, t, "_delta_log"))}
+
+
+@pytest.fixture()
+def lake(tmp_path, spark):  # noqa: ARG001 - the shared session, which the CLI reuses
+    path = str(tmp_path / "lake")
+    assert cli.main(["--lake", path, "init"]) == 0
+    return path
+
+
+@pytest.mark.parametrize("file", sorted(REFUSED))
+def test_a_refused_query_is_one_line_and_writes_nothing(lake, tmp_path, capsys, file):
+    text, construct = REFUSED[file]
+    query = tmp_path / file
+    query.write_text(text, encoding="utf-8")
+    before = lake_state(lake)
+    capsys.readouterr()
+    assert cli.main(["--lake", lake, "register", str(query)]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and construct in err and file in err, err
+    assert lake_state(lake) == before
+
+
+@pytest.mark.parametrize("name", ["1abc", "a-b", "x" * 65, "gold_x;drop"])
+def test_a_bad_name_is_refused(lake, tmp_path, capsys, name):
+    query = tmp_path / "ok.rq"
+    query.write_text("SELECT ?s { ?s <http://e/p> ?o }", encoding="utf-8")
+    before = lake_state(lake)
+    capsys.readouterr()
+    assert cli.main(["--lake", lake, "register", str(query), "--name", name]) != 0
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and name in err, err
+    assert lake_state(lake) == before
+
+
+def test_queries_lists_and_unregister_keeps_shared_views(lake, tmp_path, capsys):
+    (tmp_path / "a.rq").write_text("SELECT ?s { ?s <http://e/p> ?o . ?o <http://e/q> ?z }", encoding="utf-8")
+    (tmp_path / "b.rq").write_text("SELECT ?s { ?s <http://e/p> ?o }", encoding="utf-8")
+    for f in ("a.rq", "b.rq"):
+        assert cli.main(["--lake", lake, "register", str(tmp_path / f)]) == 0
+    capsys.readouterr()
+    assert cli.main(["--lake", lake, "queries"]) == 0
+    listed = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
+    assert listed == ["a", "b"]
+    views_before = {t for t in lake_state(lake) if t.startswith("v_")}
+    assert len(views_before) == 2
+    assert cli.main(["--lake", lake, "unregister", "a"]) == 0
+    tables = set(lake_state(lake))
+    assert not any(t.startswith("gold_a") for t in tables) and "gold_b" in tables
+    assert len({t for t in tables if t.startswith("v_")}) == 1   # b's pattern stays, a's own one is gone
