@@ -95,6 +95,17 @@ def decode(data: bytes) -> Iterator[tuple[int, str] | BadLine]:
                              f"invalid UTF-8 at byte {exc.start}")
 
 
+def counted_lines(data: bytes, result: ParseResult) -> Iterator[tuple[int, str]]:
+    """The decodable lines of ``data``; every line is counted in ``result`` and the undecodable
+    ones are recorded there as bad, so a line-based parser only sees text."""
+    for item in decode(data):
+        result.lines += 1
+        if isinstance(item, BadLine):
+            result.bad.append(item)
+        else:
+            yield item
+
+
 def parse_time(text: str) -> datetime:
     """An ISO-8601 timestamp with a UTC offset (or ``Z``), converted to UTC."""
     try:

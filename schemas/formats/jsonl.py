@@ -10,7 +10,7 @@ import json
 
 from schemas.terms import Term, TermError, parse_term
 
-from .base import BadLine, Message, ParseResult, decode, parse_time
+from .base import BadLine, Message, ParseResult, counted_lines, parse_time
 
 _REQUIRED = ("time", "op", "s", "p", "o")
 _OPS = {"+": "insert", "-": "delete"}
@@ -63,12 +63,7 @@ def _message(seq: int, number: int, text: str) -> Message:
 
 def parse_jsonl(data: bytes) -> ParseResult:
     result = ParseResult("jsonl")
-    for item in decode(data):
-        result.lines += 1
-        if isinstance(item, BadLine):
-            result.bad.append(item)
-            continue
-        number, text = item
+    for number, text in counted_lines(data, result):
         if not text.strip():
             result.skipped += 1
             continue

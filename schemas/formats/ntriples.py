@@ -11,7 +11,7 @@ from typing import Mapping
 
 from schemas.terms import Term, TermError, read_term
 
-from .base import BadLine, Message, ParseResult, decode
+from .base import BadLine, Message, ParseResult, counted_lines
 
 _SPACE = " \t"
 
@@ -55,12 +55,7 @@ def stream_of(graph: Term | None) -> str | None:
 def _parse(data: bytes, fmt: str, max_terms: int) -> ParseResult:
     """All statements of the file are one event (an initial load is one change)."""
     result = ParseResult(fmt)
-    for item in decode(data):
-        result.lines += 1
-        if isinstance(item, BadLine):
-            result.bad.append(item)
-            continue
-        number, text = item
+    for number, text in counted_lines(data, result):
         stripped = text.strip()
         if not stripped or stripped.startswith("#"):
             result.skipped += 1
