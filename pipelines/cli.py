@@ -206,7 +206,7 @@ def cmd_run(ctx: Context) -> None:
         from tqdm import tqdm
 
         bar = tqdm(desc="batches", unit="batch", file=sys.stderr)
-    report = Runner(store, ctx.spark()).run(ctx.args.max_rows, ctx.args.max_batches,
+    report = Runner(store, ctx.spark(), ctx.args.engine).run(ctx.args.max_rows, ctx.args.max_batches,
                                             on_batch=(lambda _stats: bar.update()) if bar else None)
     if bar:
         bar.close()
@@ -277,6 +277,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("run", cmd_run, "run micro-batches until bronze is consumed")
     p.add_argument("--max-rows", type=int, help="cap on bronze rows per batch (events are not split)")
     p.add_argument("--max-batches", type=int, help="stop after this many batches")
+    p.add_argument("--engine", choices=["auto", "arrow", "spark"], default="auto",
+                   help="where a batch's delta joins run: arrow (in process), spark, or auto (arrow "
+                        "for batches that fit in memory on a local master, spark otherwise)")
     p = add("answers", cmd_answers, "a query's answers, now or in the past")
     p.add_argument("name")
     when = p.add_mutually_exclusive_group()

@@ -16,10 +16,12 @@ from views.plan import QueryPlan
 
 from . import catalog
 from .lake import BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
-from .query_maintenance import QueryMaintainer, binding_schema
-from .run import change_rows, changes_schema, spark_frame
+from .query_maintenance import QueryMaintainer
+from .run import change_rows, changes_schema
 from .storage import TableStore
 from .view_maintenance import triples_in_graph, view_rows, view_schema
+from .zsets import binding_schema
+from .zsets_spark import SparkZSets
 
 
 class RegistrationError(ValueError):
@@ -63,8 +65,8 @@ def register(store: TableStore, spark: SparkSession, plan: QueryPlan) -> dict:
             store.create(view.id, view_schema(view))
             store.append(view.id, view_rows(graph, view).toArrow())
         graph.unpersist()
-    maintainer = QueryMaintainer(plan, lambda t: spark_frame(spark, t), lambda name: store.read(name))
-    result = maintainer.full(lambda view_id: store.read(view_id))
+    maintainer = QueryMaintainer(plan, SparkZSets(spark, store.read))
+    result = maintainer.full()
     for name, schema in maintainer.tables().items():
         store.create(name, schema)
         store.append(name, result.state[name])

@@ -18,17 +18,19 @@ from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from schemas import tables as S
 from schemas.tables import MULT
 
 from . import catalog
 from .lake import BATCH_APP, BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
-from .query_maintenance import GOLD, QueryMaintainer, collect
+from .query_maintenance import GOLD, QueryMaintainer, state_tables
 from .storage import TableStore, Txn
-from .storage.spark_arrow import arrow_schema_to_spark
-from .view_maintenance import compute_view_changes
+from .view_maintenance import compute_view_changes, probe_arrow, probe_spark
+from .zsets import ZSetEngine
+from .zsets_arrow import ArrowZSets
+from .zsets_spark import SparkZSets, filter_arrow, spark_frame
 
 _MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o"]
 
@@ -57,13 +59,6 @@ def change_rows(query: str, record: BatchRecord, gold: pa.Table, projection: tup
     return pa.table(columns, schema=changes_schema(projection))
 
 
-def spark_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
-    """An Arrow table as a Spark DataFrame (an empty one keeps its schema)."""
-    if table.num_rows == 0:
-        return spark.createDataFrame([], arrow_schema_to_spark(table.schema))
-    return spark.createDataFrame(table)
-
-
 @dataclass
 class RunReport:
     batches: list[dict] = field(default_factory=list)
@@ -77,12 +72,30 @@ class RunReport:
                 f"{rows} messages, {changes} answer changes")
 
 
-class Runner:
-    """Runs micro-batches for every registered query over one lake."""
+ENGINES = ("auto", "arrow", "spark")
+ARROW_MAX_MESSAGES = 200_000
 
-    def __init__(self, store: TableStore, spark: SparkSession) -> None:
+
+def choose_engine(engine: str, messages: int, master: str) -> str:
+    """The Z-set engine a batch runs on. ``auto`` takes Arrow in process for a batch of at most
+    :data:`ARROW_MAX_MESSAGES` messages on a local master (where Spark's per-job cost is most of a
+    small batch and the driver holds the views anyway) and Spark otherwise (a cluster scales out)."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
+    if engine != "auto":
+        return engine
+    return "arrow" if master.startswith("local") and messages <= ARROW_MAX_MESSAGES else "spark"
+
+
+class Runner:
+    """Runs micro-batches for every registered query over one lake, on the engine ``engine`` picks
+    (see :func:`choose_engine`)."""
+
+    def __init__(self, store: TableStore, spark: SparkSession, engine: str = "auto") -> None:
+        choose_engine(engine, 0, "local")   # refuse a bad name before any work
         self.store = store
         self.spark = spark
+        self.engine = engine
         self.log = BatchLog(store)
 
     # -- batch boundaries -------------------------------------------------------------------
@@ -108,15 +121,18 @@ class Runner:
         names = [v.id for v in catalog.distinct_views(plans)]
         for plan in plans:
             names += [gold_table(plan.name), changes_table(plan.name)]
-            names += list(self._maintainer(plan, {}).tables())
+            names += list(state_tables(plan))
         return names
 
     def _versions(self, plans) -> dict[str, int]:
         return {name: self.store.version(name) for name in self._state_tables(plans)}
 
-    def _maintainer(self, plan, versions: dict[str, int]) -> QueryMaintainer:
-        return QueryMaintainer(plan, lambda t: spark_frame(self.spark, t),
-                               lambda name: self.store.read(name, versions.get(name)))
+    def _engine(self, name: str, versions: dict[str, int]) -> ZSetEngine:
+        """A Z-set engine reading every state table at the version the batch started from."""
+        if name == "arrow":
+            return ArrowZSets(lambda table: self.store.read_arrow(table, versions.get(table)),
+                              lambda rows, predicate: filter_arrow(self.spark, rows, predicate))
+        return SparkZSets(self.spark, lambda table: self.store.read(table, versions.get(table)))
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, max_rows: int | None = None, max_batches: int | None = None,
@@ -162,18 +178,25 @@ class Runner:
     def _process(self, record: BatchRecord, rows: pa.Table, plans) -> dict:
         versions = record.versions
         txn = Txn(BATCH_APP, record.batch)
-        messages = spark_frame(self.spark, rows.select(_MESSAGE_COLUMNS))
+        engine = choose_engine(self.engine, rows.num_rows, self.spark.sparkContext.master)
+        z = self._engine(engine, versions)
+        messages = rows.select(_MESSAGE_COLUMNS)
         views = catalog.distinct_views(plans)
-        changes = compute_view_changes(messages, views, lambda v: self.store.read(v.id, versions.get(v.id)))
-        delta_frames = {v: spark_frame(self.spark, t) for v, t in changes.deltas.items() if t.num_rows}
-        maintainers = {plan.name: self._maintainer(plan, versions) for plan in plans}
+        if engine == "arrow":
+            probed = probe_arrow(messages, views, lambda v: z.read(v.id),
+                                 lambda rows, predicate: filter_arrow(self.spark, rows, predicate))
+        else:
+            probed = probe_spark(spark_frame(self.spark, messages), views, lambda v: z.read(v.id))
+        changes = compute_view_changes(probed, views)
+        delta_frames = {v: z.from_arrow(t) for v, t in changes.deltas.items() if t.num_rows}
+        maintainers = {plan.name: QueryMaintainer(plan, z) for plan in plans}
         outputs, schemas = {}, {}
         for name, maintainer in maintainers.items():
             for key, frame in maintainer.outputs(delta_frames).items():
                 outputs[(name, key)] = frame
             for key, schema in maintainer.schemas().items():
                 schemas[(name, key)] = schema
-        results = collect(outputs, schemas)
+        results = z.collect(outputs, schemas)
         # commits, in a fixed order; each skipped if this batch already committed it
         for view in views:
             if changes.deltas[view.id].num_rows:
@@ -193,7 +216,7 @@ class Runner:
         stats = {"batch": record.batch, "messages": rows.num_rows, "noops": len(changes.noop_seqs),
                  "view_changes": sum(t.num_rows for t in changes.deltas.values()),
                  "answer_changes": answer_changes, "bronze_from": record.bronze_from,
-                 "bronze_to": record.bronze_to}
+                 "bronze_to": record.bronze_to, "engine": engine}
         done = BatchRecord(batch=record.batch, status="done", bronze_from=record.bronze_from,
                            bronze_to=record.bronze_to, seq_from=record.seq_from, seq_to=record.seq_to,
                            versions=self._versions(plans), stats=stats)

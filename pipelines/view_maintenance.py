@@ -6,9 +6,12 @@ The graph is a set, so within a batch the last message on a triple (by ``seq``) 
 is present afterwards; comparing that with the view before the batch gives a +1/-1 change or nothing.
 Inserting a present triple and deleting an absent one are counted as no-ops.
 
-Spark finds each view's matching messages and probes the views for the keys they touch, in one
-collect: the per-view frames are padded to a common shape (``c0..c2``, at most three variable
-positions) and unioned. The walk in ``seq`` order is then done on those few rows in Arrow.
+A *probe* finds each view's matching messages and, for the keys they touch, whether the key is in
+the view before the batch, as rows of one common shape (``_view``, ``seq``, ``op``, ``c0..c2``
+padded with '', at most three variable positions; a presence row has a null ``seq``). Spark probes
+in one collect (:func:`probe_spark`); the Arrow engine probes in process (:func:`probe_arrow`),
+reading only the views some message matches. The walk in ``seq`` order is then done on those few
+rows in Arrow.
 """
 from __future__ import annotations
 
@@ -73,8 +76,7 @@ def _shaped(rows: DataFrame, view: ViewDef, *extra) -> DataFrame:
     return rows.select(F.lit(view.id).alias("_view"), *extra, *pads)
 
 
-def _hits_and_presence(messages: DataFrame, views: list[ViewDef],
-                       before: Callable[[ViewDef], DataFrame]) -> pa.Table:
+def probe_spark(messages: DataFrame, views: list[ViewDef], before: Callable[[ViewDef], DataFrame]) -> pa.Table:
     """One Spark job: the messages matching each view (``seq``, ``op``, key) and, for the keys they
     touch, whether the key is in the view before the batch (rows with a null ``seq``). The views are
     probed with the batch's keys (a broadcast semi-join): nothing of a view but its matches leaves Spark."""
@@ -86,6 +88,56 @@ def _hits_and_presence(messages: DataFrame, views: list[ViewDef],
                .select("_view", F.lit(None).cast("long").alias("seq"), F.lit(None).cast("string").alias("op"),
                        *_PAD))
     return hits.unionByName(present).toArrow()
+
+
+def matching_arrow(messages: pa.Table, view: ViewDef, where: Callable[[pa.Table, str], pa.Table]) -> pa.Table:
+    """:func:`matching` on an Arrow table of messages; ``where`` evaluates the view's pushed
+    FILTER (Spark SQL)."""
+    mask = None
+    first: dict[str, str] = {}
+    conds = [pc.equal(messages[position], constant)
+             for position, constant in (("s", view.s), ("p", view.p), ("o", view.o)) if constant is not None]
+    for position, column in view.positions:
+        if column in first:
+            conds.append(pc.equal(messages[position], messages[first[column]]))
+        else:
+            first[column] = position
+    for cond in conds:
+        mask = cond if mask is None else pc.and_(mask, cond)
+    selected = messages.filter(mask) if mask is not None else messages
+    rows = pa.table([selected["seq"], selected["op"]] + [selected[first[c]] for c in view.columns],
+                    names=["seq", "op", *view.columns])
+    return where(rows, view.filter_sql) if view.filter_sql and rows.num_rows else rows
+
+
+def _shaped_arrow(rows: pa.Table, view: ViewDef, seq: pa.Array, op: pa.Array) -> pa.Table:
+    """:func:`_shaped` for Arrow rows, with ``seq`` and ``op`` given."""
+    n = rows.num_rows
+    pads = [rows[c] for c in view.columns] + [pa.repeat(pa.scalar("", pa.string()), n)
+                                                for _ in _PAD[len(view.columns):]]
+    return pa.table([pa.repeat(pa.scalar(view.id, pa.string()), n), seq, op, *pads],
+                    names=["_view", "seq", "op", *_PAD])
+
+
+def probe_arrow(messages: pa.Table, views: list[ViewDef], before: Callable[[ViewDef], pa.Table],
+                where: Callable[[pa.Table, str], pa.Table]) -> pa.Table:
+    """:func:`probe_spark` in process: a view no message matches is not read at all."""
+    keys = ["_view", *_PAD]
+    parts = []
+    for view in views:
+        hits = matching_arrow(messages, view, where)
+        if hits.num_rows == 0:
+            continue
+        shaped = _shaped_arrow(hits, view, hits["seq"], hits["op"])
+        stored = before(view)
+        nulls = (pa.nulls(stored.num_rows, pa.int64()), pa.nulls(stored.num_rows, pa.string()))
+        present = _shaped_arrow(stored, view, *nulls).join(
+            shaped.select(keys).group_by(keys).aggregate([]), keys=keys, join_type="left semi")
+        parts += [shaped, present.select(shaped.column_names)]
+    if not parts:
+        return pa.schema([("_view", pa.string()), ("seq", pa.int64()), ("op", pa.string())]
+                         + [(p, pa.string()) for p in _PAD]).empty_table()
+    return pa.concat_tables(parts)
 
 
 def _walk(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -124,13 +176,10 @@ class ViewChanges:
     noop_seqs: set[int]
 
 
-def compute_view_changes(messages: DataFrame, views: Iterable[ViewDef],
-                         before: Callable[[ViewDef], DataFrame]) -> ViewChanges:
-    """Net change of each view for the batch ``messages`` against the view contents ``before(view)``."""
+def compute_view_changes(probed: pa.Table, views: Iterable[ViewDef]) -> ViewChanges:
+    """Net change of each view from a batch's probe (:func:`probe_spark` or :func:`probe_arrow`)."""
     views = list(views)
-    if not views:
-        return ViewChanges({}, set())
-    net, noops = _walk(_hits_and_presence(messages, views, before))
+    net, noops = _walk(probed)
     deltas: dict[str, pa.Table] = {}
     for view in views:
         mine = net.filter(pc.equal(net["_view"], view.id))

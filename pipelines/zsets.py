@@ -1,46 +1,66 @@
-"""Z-set algebra on Spark DataFrames: relations whose rows carry a signed multiplicity ``_mult``.
+"""Z-sets: relations whose rows carry a signed multiplicity ``_mult``, and the engines that run them.
 
 Why Z-sets: insertions and deletions become one algebra. A join multiplies multiplicities, a union
 adds them, a projection sums them; the delta rules of a join then hold exactly for bags, deletions
 included, with no special case for duplicates under projection.
+
+The delta rules (:mod:`pipelines.query_maintenance`) are written once against :class:`ZSetEngine`;
+two engines run them:
+
+* :class:`pipelines.zsets_spark.SparkZSets`: lazy Spark frames, all of a batch's outputs evaluated
+  in one Spark job. It scales out with the cluster, but every job pays Spark's fixed planning and
+  scheduling cost (seconds, whatever the batch size).
+* :class:`pipelines.zsets_arrow.ArrowZSets`: eager Arrow tables in this process (Acero hash joins,
+  group-bys). No job overhead, so a small batch costs what its rows cost; the state tables it reads
+  must fit in the driver's memory. FILTERs, compiled to Spark SQL, still go to Spark.
 """
 from __future__ import annotations
 
-from functools import reduce
-from typing import Sequence
+from typing import Generic, Mapping, Protocol, Sequence, TypeVar
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+import pyarrow as pa
 
 from schemas.tables import MULT
 
-
-def data_columns(frame: DataFrame) -> list[str]:
-    return [c for c in frame.columns if c != MULT]
-
-
-def join(left: DataFrame, right: DataFrame) -> DataFrame:
-    """Natural join on the shared columns (a Cartesian product when none); multiplicities multiply."""
-    shared = [c for c in data_columns(left) if c in set(data_columns(right))]
-    a = left.withColumnRenamed(MULT, "_m_left")
-    b = right.withColumnRenamed(MULT, "_m_right")
-    joined = a.join(b, on=shared, how="inner") if shared else a.crossJoin(b)
-    return joined.withColumn(MULT, F.col("_m_left") * F.col("_m_right")).drop("_m_left", "_m_right")
+Frame = TypeVar("Frame")
+Key = TypeVar("Key")
 
 
-def add(frames: Sequence[DataFrame]) -> DataFrame:
-    """Z-set sum without consolidation (a union keeping every row and its multiplicity)."""
-    return reduce(lambda a, b: a.unionByName(b), frames)
+def binding_schema(columns: Sequence[str]) -> pa.Schema:
+    """Schema of a bag of bindings: one string column per variable and the multiplicity."""
+    return pa.schema([pa.field(c, pa.string(), nullable=False) for c in columns]
+                     + [pa.field(MULT, pa.int64(), nullable=False)])
 
 
-def consolidate(frame: DataFrame, columns: Sequence[str]) -> DataFrame:
-    """Project onto ``columns``, summing multiplicities, dropping rows that cancel out."""
-    cols = [F.col(f"`{c}`") for c in columns]
-    grouped = frame.groupBy(*cols).agg(F.sum(MULT).alias(MULT)) if cols else \
-        frame.agg(F.sum(MULT).alias(MULT))
-    return grouped.where(F.col(MULT).isNotNull() & (F.col(MULT) != 0))
+class ZSetEngine(Protocol, Generic[Frame]):
+    """The Z-set operations the delta rules need; frames are the engine's own (opaque) values."""
 
+    name: str
 
-def where(frame: DataFrame, predicate: str | None) -> DataFrame:
-    """Filter rows by a SQL predicate; filters commute with Z-set deltas since they act row by row."""
-    return frame.where(F.expr(predicate)) if predicate else frame
+    def read(self, table: str) -> Frame:
+        """A state table as it was when the batch started (the versions the batch log recorded)."""
+
+    def from_arrow(self, table: pa.Table) -> Frame:
+        """An Arrow Z-set (a view's change, say) as a frame."""
+
+    def rename(self, frame: Frame, pairs: Sequence[tuple[str, str]]) -> Frame:
+        """Columns ``old`` renamed ``new`` for each pair (the others dropped), multiplicity kept."""
+
+    def join(self, left: Frame, right: Frame) -> Frame:
+        """Natural join on the shared columns (a Cartesian product when none); multiplicities multiply."""
+
+    def add(self, frames: Sequence[Frame]) -> Frame:
+        """Z-set sum without consolidation (every row kept with its multiplicity)."""
+
+    def consolidate(self, frame: Frame, columns: Sequence[str]) -> Frame:
+        """Project onto ``columns``, summing multiplicities, dropping rows that cancel out."""
+
+    def where(self, frame: Frame, predicate: str | None) -> Frame:
+        """Rows satisfying a Spark SQL predicate (filters act row by row, so they commute with deltas)."""
+
+    def support_delta(self, bag_delta: Frame, bag_old: Frame, columns: Sequence[str]) -> Frame:
+        """How the set of bindings with positive multiplicity changes when the bag ``bag_old`` changes
+        by ``bag_delta`` (both consolidated): +1 for a binding that appears, -1 for one that goes."""
+
+    def collect(self, outputs: Mapping[Key, Frame], schemas: Mapping[Key, pa.Schema]) -> dict[Key, pa.Table]:
+        """Every output as Arrow in its schema (outputs absent from ``outputs`` come back empty)."""

@@ -1,4 +1,4 @@
-"""The BGP engine against pyoxigraph: after EVERY batch, every query's answers equal the oracle's
+"""The BGP engine against pyoxigraph, on both Z-set engines (Arrow in process, Spark): after EVERY batch, every query's answers equal the oracle's
 on that snapshot (as bags); time travel to each earlier batch gives that batch's answers; the sum of
 the answer changes equals the answers. Streams mix inserts, deletes, re-inserts and no-op updates."""
 from __future__ import annotations
@@ -49,9 +49,10 @@ def plan_of(name: str):
     return compile_query(parse_query(PREFIXES + QUERIES[name], name), name)
 
 
-@pytest.fixture(scope="module")
-def replay(tmp_path_factory, spark):
-    """Ingest and run six batches, recording each query's answers and the oracle's after each."""
+@pytest.fixture(scope="module", params=["arrow", "spark"])
+def replay(request, tmp_path_factory, spark):
+    """Ingest and run six batches on one Z-set engine, recording each query's answers after each."""
+    engine = request.param
     from pipelines.storage import open_store
 
     root = tmp_path_factory.mktemp("oracle")
@@ -68,8 +69,8 @@ def replay(tmp_path_factory, spark):
         if i == 1:
             for name in LATE:
                 register(store, spark, plans[name])
-        report = Runner(store, spark).run()
-        assert len(report.batches) == 1
+        report = Runner(store, spark, engine=engine).run()
+        assert len(report.batches) == 1 and report.batches[0]["engine"] == engine
         batch = report.batches[0]["batch"]
         active = {q.plan.name for q in A.catalog.registered(store)}
         gold = {name: table_bag(A.answers(store, name), plans[name].projection) for name in active}

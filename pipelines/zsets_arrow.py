@@ -1,0 +1,95 @@
+"""The Arrow Z-set engine: eager tables in this process, for batches too small to pay for Spark jobs.
+
+Joins are Acero hash joins built on the smaller side, so a term that starts from a batch's few
+changed rows probes a view once; each state table is read once per batch (the versions the batch
+log recorded) and shared by every term and query that uses it. FILTER predicates are Spark SQL, so
+``where`` hands the (already small) rows to a Spark evaluator given by the caller.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping, Sequence, TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas.tables import MULT
+
+Key = TypeVar("Key")
+_KEY = "_k"          # a constant join key: Acero has no cross join, so a product joins on it
+
+
+def _data_columns(frame: pa.Table) -> list[str]:
+    return [c for c in frame.column_names if c != MULT]
+
+
+def _with_key(frame: pa.Table) -> pa.Table:
+    return frame.append_column(_KEY, pa.repeat(pa.scalar(1, pa.int8()), frame.num_rows))
+
+
+class ArrowZSets:
+    """:class:`pipelines.zsets.ZSetEngine` on Arrow tables.
+
+    ``read`` gives a state table at the batch's version; ``where`` evaluates a Spark SQL predicate
+    over an Arrow table.
+    """
+
+    name = "arrow"
+
+    def __init__(self, read: Callable[[str], pa.Table],
+                 where: Callable[[pa.Table, str], pa.Table]) -> None:
+        self._read = read
+        self._where = where
+        self._tables: dict[str, pa.Table] = {}
+
+    def read(self, table: str) -> pa.Table:
+        if table not in self._tables:
+            self._tables[table] = self._read(table)
+        return self._tables[table]
+
+    def from_arrow(self, table: pa.Table) -> pa.Table:
+        return table
+
+    def rename(self, frame: pa.Table, pairs: Sequence[tuple[str, str]]) -> pa.Table:
+        return pa.table([frame[old] for old, _ in pairs] + [frame[MULT]], names=[new for _, new in pairs] + [MULT])
+
+    def join(self, left: pa.Table, right: pa.Table) -> pa.Table:
+        shared = [c for c in _data_columns(left) if c in set(_data_columns(right))]
+        if left.num_rows == 0 or right.num_rows == 0:
+            columns = _data_columns(left) + [c for c in _data_columns(right) if c not in shared]
+            fields = [left.schema.field(c) if c in left.column_names else right.schema.field(c) for c in columns]
+            return pa.schema(fields + [pa.field(MULT, pa.int64())]).empty_table()
+        a = left.rename_columns([("_m_left" if c == MULT else c) for c in left.column_names])
+        b = right.rename_columns([("_m_right" if c == MULT else c) for c in right.column_names])
+        if not shared:
+            a, b, shared = _with_key(a), _with_key(b), [_KEY]
+        # Acero builds its hash table on the right input: make that the smaller one
+        probe, build = (a, b) if a.num_rows >= b.num_rows else (b, a)
+        joined = probe.join(build, keys=shared, join_type="inner", use_threads=True)
+        mult = pc.multiply(joined["_m_left"], joined["_m_right"])
+        keep = [c for c in joined.column_names if c not in ("_m_left", "_m_right", _KEY)]
+        return joined.select(keep).append_column(MULT, mult)
+
+    def add(self, frames: Sequence[pa.Table]) -> pa.Table:
+        order = frames[0].column_names
+        return pa.concat_tables([f.select(order) for f in frames], promote_options="default")
+
+    def consolidate(self, frame: pa.Table, columns: Sequence[str]) -> pa.Table:
+        summed = frame.group_by(list(columns), use_threads=False).aggregate([(MULT, "sum")])
+        summed = summed.select([*columns, f"{MULT}_sum"]).rename_columns([*columns, MULT])
+        return summed.filter(pc.fill_null(pc.not_equal(summed[MULT], 0), False))
+
+    def where(self, frame: pa.Table, predicate: str | None) -> pa.Table:
+        return self._where(frame, predicate) if predicate and frame.num_rows else frame
+
+    def support_delta(self, bag_delta: pa.Table, bag_old: pa.Table, columns: Sequence[str]) -> pa.Table:
+        before = _with_key(bag_old.rename_columns([("_old" if c == MULT else c) for c in bag_old.column_names]))
+        joined = _with_key(bag_delta).join(before, keys=[*columns, _KEY], join_type="left outer")
+        old = pc.fill_null(joined["_old"], 0)
+        new = pc.add(old, joined[MULT])
+        change = pc.subtract(pc.cast(pc.greater(new, 0), pa.int64()), pc.cast(pc.greater(old, 0), pa.int64()))
+        rows = pa.table([joined[c] for c in columns] + [change], names=[*columns, MULT])
+        return rows.filter(pc.not_equal(rows[MULT], 0))
+
+    def collect(self, outputs: Mapping[Key, pa.Table], schemas: Mapping[Key, pa.Schema]) -> dict[Key, pa.Table]:
+        return {key: outputs[key].select(schema.names).cast(schema) if key in outputs else schema.empty_table()
+                for key, schema in schemas.items()}

@@ -1,0 +1,110 @@
+"""The Spark Z-set engine: lazy frames, evaluated together in one job by :meth:`SparkZSets.collect`."""
+from __future__ import annotations
+
+from functools import reduce
+from typing import Callable, Mapping, Sequence, TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from schemas.tables import MULT
+
+from .storage.spark_arrow import arrow_schema_to_spark
+
+Key = TypeVar("Key")
+
+
+def spark_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
+    """An Arrow table as a Spark DataFrame (an empty one keeps its schema)."""
+    if table.num_rows == 0:
+        return spark.createDataFrame([], arrow_schema_to_spark(table.schema))
+    return spark.createDataFrame(table)
+
+
+def _data_columns(frame: DataFrame) -> list[str]:
+    return [c for c in frame.columns if c != MULT]
+
+
+class SparkZSets:
+    """:class:`pipelines.zsets.ZSetEngine` on Spark; ``read`` gives a state table's frame."""
+
+    name = "spark"
+
+    def __init__(self, spark: SparkSession, read: Callable[[str], DataFrame]) -> None:
+        self.spark = spark
+        self._read = read
+
+    def read(self, table: str) -> DataFrame:
+        return self._read(table)
+
+    def from_arrow(self, table: pa.Table) -> DataFrame:
+        return spark_frame(self.spark, table)
+
+    def rename(self, frame: DataFrame, pairs: Sequence[tuple[str, str]]) -> DataFrame:
+        return frame.select(*[F.col(f"`{old}`").alias(new) for old, new in pairs], MULT)
+
+    def join(self, left: DataFrame, right: DataFrame) -> DataFrame:
+        shared = [c for c in _data_columns(left) if c in set(_data_columns(right))]
+        a = left.withColumnRenamed(MULT, "_m_left")
+        b = right.withColumnRenamed(MULT, "_m_right")
+        joined = a.join(b, on=shared, how="inner") if shared else a.crossJoin(b)
+        return joined.withColumn(MULT, F.col("_m_left") * F.col("_m_right")).drop("_m_left", "_m_right")
+
+    def add(self, frames: Sequence[DataFrame]) -> DataFrame:
+        return reduce(lambda a, b: a.unionByName(b), frames)
+
+    def consolidate(self, frame: DataFrame, columns: Sequence[str]) -> DataFrame:
+        cols = [F.col(f"`{c}`") for c in columns]
+        grouped = frame.groupBy(*cols).agg(F.sum(MULT).alias(MULT)) if cols else \
+            frame.agg(F.sum(MULT).alias(MULT))
+        return grouped.where(F.col(MULT).isNotNull() & (F.col(MULT) != 0))
+
+    def where(self, frame: DataFrame, predicate: str | None) -> DataFrame:
+        return frame.where(F.expr(predicate)) if predicate else frame
+
+    def support_delta(self, bag_delta: DataFrame, bag_old: DataFrame, columns: Sequence[str]) -> DataFrame:
+        keyed = [*columns, "_k"]
+        before = bag_old.withColumnRenamed(MULT, "_old").withColumn("_k", F.lit(1))
+        joined = bag_delta.withColumn("_k", F.lit(1)).join(before, on=keyed, how="left")
+        old = F.coalesce(F.col("_old"), F.lit(0))
+        new = old + F.col(MULT)
+        change = (new > 0).cast("long") - (old > 0).cast("long")
+        return (joined.select(*[F.col(f"`{c}`") for c in columns], change.alias(MULT))
+                .where(F.col(MULT) != 0))
+
+    def collect(self, outputs: Mapping[Key, DataFrame], schemas: Mapping[Key, pa.Schema]) -> dict[Key, pa.Table]:
+        """Evaluate many Z-set frames in ONE Spark job: each is padded to a common shape (an output
+        key, ``c0..cN``, ``_mult``), the shapes are unioned and collected once, then split in Arrow.
+        Spark's fixed cost is per job, so this is what keeps a batch's job count flat in the number
+        of queries."""
+        width = max([len(s) - 1 for s in schemas.values()] + [0])
+        pads = [f"c{i}" for i in range(width)]
+        keys = {key: f"{i}" for i, key in enumerate(outputs)}
+        shaped = []
+        for key, frame in outputs.items():
+            columns = [f.name for f in schemas[key] if f.name != MULT]
+            cells = [F.col(f"`{c}`").alias(pads[i]) for i, c in enumerate(columns)]
+            cells += [F.lit(None).cast("string").alias(p) for p in pads[len(columns):]]
+            shaped.append(frame.select(F.lit(keys[key]).alias("_out"), *cells,
+                                       F.col(MULT).cast("long").alias(MULT)))
+        rows = self.add(shaped).toArrow() if shaped else None
+        result: dict[Key, pa.Table] = {}
+        for key, schema in schemas.items():
+            if rows is None or key not in keys:
+                result[key] = schema.empty_table()
+                continue
+            mine = rows.filter(pc.equal(rows["_out"], keys[key]))
+            columns = [f.name for f in schema if f.name != MULT]
+            result[key] = pa.table([mine[pads[i]] for i in range(len(columns))] + [mine[MULT]], schema=schema)
+        return result
+
+
+def filter_arrow(spark: SparkSession, table: pa.Table, predicate: str) -> pa.Table:
+    """The rows of an Arrow table satisfying a Spark SQL predicate, evaluated by Spark (one job):
+    FILTERs compile to Spark SQL, so the Arrow engine hands them here."""
+    if table.num_rows == 0:
+        return table
+    kept = spark.createDataFrame(table).where(F.expr(predicate)).toArrow()
+    return kept.select(table.column_names).cast(table.schema) if kept.num_rows else table.schema.empty_table()
