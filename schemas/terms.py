@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Mapping
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -105,12 +106,18 @@ _LITERAL_ESCAPES.update({ord("\\"): "\\\\", ord('"'): '\\"', ord("\n"): "\\n", o
                          ord("\t"): "\\t"})
 
 
+_IRI_BAD = re.compile(r'[\x00-\x20<>"{}|^`\\]')
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# runs of characters the readers copy as they are (regex scans instead of a Python loop per character)
+_IRI_RUN = re.compile(r"[^>\\]*")
+_STRING_RUN = re.compile(r'[^"\\\n\r]*')
+
+
 def _check_iri(value: str) -> None:
-    for ch in value:
-        if ch == " ":
-            raise TermError("space in IRI")
-        if ch in _IRI_FORBIDDEN or ord(ch) < 0x20:
-            raise TermError(f"invalid character {ch!r} in IRI")
+    bad = _IRI_BAD.search(value)
+    if bad:
+        ch = bad.group()
+        raise TermError("space in IRI" if ch == " " else f"invalid character {ch!r} in IRI")
     if not _SCHEME.match(value):
         raise TermError("relative IRI")
 
@@ -141,7 +148,7 @@ class Term:
             raise TermError(f"an {self.kind} has no datatype or language")
 
     def _check_literal(self) -> None:
-        if any(0xD800 <= ord(ch) <= 0xDFFF for ch in self.value):
+        if _SURROGATE.search(self.value):
             raise TermError("surrogate code point in literal")
         if self.lang is not None:
             if not _LANG.fullmatch(self.lang):
@@ -191,46 +198,45 @@ def _read_iri(text: str, pos: int) -> tuple[str, int]:
     """The unescaped IRI of ``<...>`` starting at ``pos`` (on the ``<``) and the position after it."""
     out: list[str] = []
     i = pos + 1
-    while i < len(text):
-        ch = text[i]
-        if ch == ">":
+    while True:
+        run = _IRI_RUN.match(text, i)
+        out.append(run.group())
+        i = run.end()
+        if i >= len(text):
+            raise TermError("unterminated IRI")
+        if text[i] == ">":
             return "".join(out), i + 1
-        if ch == "\\":
-            kind = text[i + 1:i + 2]
-            if kind not in ("u", "U"):
-                raise TermError(f"bad escape \\{kind} in IRI")
-            decoded, i = _read_hex(text, i + 2, 4 if kind == "u" else 8)
-            out.append(decoded)
-            continue
-        out.append(ch)
-        i += 1
-    raise TermError("unterminated IRI")
+        kind = text[i + 1:i + 2]                      # text[i] is a backslash
+        if kind not in ("u", "U"):
+            raise TermError(f"bad escape \\{kind} in IRI")
+        decoded, i = _read_hex(text, i + 2, 4 if kind == "u" else 8)
+        out.append(decoded)
 
 
 def _read_string(text: str, pos: int) -> tuple[str, int]:
     """The unescaped lexical form of ``"..."`` starting at ``pos`` and the position after it."""
     out: list[str] = []
     i = pos + 1
-    while i < len(text):
+    while True:
+        run = _STRING_RUN.match(text, i)
+        out.append(run.group())
+        i = run.end()
+        if i >= len(text):
+            raise TermError("unterminated literal")
         ch = text[i]
         if ch == '"':
             return "".join(out), i + 1
         if ch in "\n\r":
             raise TermError("raw line break in literal")
-        if ch == "\\":
-            kind = text[i + 1:i + 2]
-            if kind in ("u", "U"):
-                decoded, i = _read_hex(text, i + 2, 4 if kind == "u" else 8)
-                out.append(decoded)
-                continue
-            if kind not in _ECHAR:
-                raise TermError(f"bad escape \\{kind}" if kind else "unterminated literal")
-            out.append(_ECHAR[kind])
-            i += 2
+        kind = text[i + 1:i + 2]                      # ch is a backslash
+        if kind in ("u", "U"):
+            decoded, i = _read_hex(text, i + 2, 4 if kind == "u" else 8)
+            out.append(decoded)
             continue
-        out.append(ch)
-        i += 1
-    raise TermError("unterminated literal")
+        if kind not in _ECHAR:
+            raise TermError(f"bad escape \\{kind}" if kind else "unterminated literal")
+        out.append(_ECHAR[kind])
+        i += 2
 
 
 def _read_pname(text: str, pos: int, prefixes: Mapping[str, str]) -> tuple[str, int]:
@@ -289,6 +295,19 @@ def parse_term(text: str, prefixes: Mapping[str, str] | None = None) -> Term:
     if end != len(stripped):
         raise TermError(f"unexpected text after term: {stripped[end:].lstrip()[:20]!r}")
     return term
+
+
+_PLAIN_IRI = re.compile(r'<[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>"{}|^`\\]*>')
+
+
+@lru_cache(maxsize=1 << 16)
+def canonical_nt(text: str) -> str:
+    """The canonical N-Triples spelling of the term ``text`` (:class:`TermError` when invalid).
+    Cached, since a stream repeats its predicates, classes and hot entities; an IRI without escapes
+    is already canonical and skips the reader."""
+    if _PLAIN_IRI.fullmatch(text):
+        return text
+    return parse_term(text).nt
 
 
 def term_to_sparql_json(nt: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from schemas.terms import Term, TermError, parse_term
+from schemas.terms import Term, TermError, canonical_nt, parse_term
 
 from .base import BadLine, Message, ParseResult, counted_lines, parse_time
 
@@ -25,7 +25,7 @@ def _string(record: dict, name: str) -> str:
 
 def _term(record: dict, name: str) -> str:
     try:
-        return parse_term(_string(record, name)).nt
+        return canonical_nt(_string(record, name))
     except TermError as exc:
         raise ValueError(f"bad term in {name!r}: {exc}") from None
 
