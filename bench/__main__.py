@@ -80,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one lake per query (per-query lakegraph figures; replays the stream per query)")
     p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory (default bench/results)")
     p.add_argument("--work", type=Path, help="keep lakes and landing files here (default: a temporary directory)")
+    p.add_argument("--engine", choices=["auto", "arrow", "spark"], default="auto",
+                   help="lakegraph's Z-set engine (default auto: arrow in process for these batch sizes)")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark configuration, repeatable")
     p.add_argument("--generate-only", type=Path, metavar="DIR",
@@ -104,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     config = Config(scales=args.scales, departments=args.departments, batch_sizes=args.batch_sizes,
                     batches=args.batches, warmup=args.warmup, floor_batches=args.floor_batches,
                     delete_ratio=args.delete_ratio, seed=args.seed, queries=args.queries, separate=args.separate,
+                    engine=args.engine,
                     out=args.out, work=args.work)
     if args.generate_only:
         _generate_only(config, args.generate_only)

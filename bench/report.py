@@ -115,7 +115,10 @@ def markdown(records: list[dict]) -> str:
     lines += _table(["scale", "triples", "batch", "query", "lakegraph median / p95", "lakegraph end-to-end",
                      "updates/s", "recompute median / p95", "pyoxigraph median / p95", "recompute ÷ lakegraph",
                      "Spark jobs (lakegraph / recompute)", "Delta commits"], rows)
-    lines += ["", "lakegraph: bronze-to-gold (`Runner.run`); end-to-end adds ingest; updates/s is batch size over "
+    engines = sorted({e for r in records if r["kind"] == "batch" and r["system"] == "lakegraph"
+                      for e in r["stats"].get("engines", [])})
+    lines += ["", f"lakegraph: bronze-to-gold (`Runner.run`, engine {config.get('engine', 'auto')}: "
+              f"{', '.join(engines) or '·'} ran); end-to-end adds ingest; updates/s is batch size over "
               "end-to-end time; Delta commits are those of bronze-to-gold."]
     if not config["separate"]:
         lines += ["", "### Per query: the re-running systems (the queries share one lakegraph run)", ""]

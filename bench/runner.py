@@ -56,6 +56,7 @@ class Config:
     seed: int = 0
     queries: list[Path] = field(default_factory=default_queries)
     separate: bool = False
+    engine: str = "auto"                # lakegraph's Z-set engine (Runner's --engine)
     out: Path = RESULTS_DIR
     work: Path | None = None            # kept when given; a temporary directory otherwise
 
@@ -124,6 +125,7 @@ def run_benchmark(config: Config, spark: SparkSession, log: Callable[[str], None
                  "batch_sizes": config.batch_sizes, "batches": config.batches, "warmup": config.warmup,
                  "floor_batches": config.floor_batches,
                  "delete_ratio": config.delete_ratio, "seed": config.seed, "separate": config.separate,
+                 "engine": config.engine,
                  "queries": [p.stem for p in config.queries]})
     queries = [BenchQuery.from_file(p) for p in config.queries]
     groups = [[q] for q in queries] if config.separate else [queries]
@@ -180,7 +182,7 @@ def _run_scale(config: Config, spark: SparkSession, scale: int, groups: list[lis
     for group in groups:
         label = "all" if len(groups) == 1 else group[0].name
         gbase = {**base, "group": label, "queries": [q.name for q in group]}
-        systems: list[System] = [Lakegraph(spark, root / f"lake_{label}"),
+        systems: list[System] = [Lakegraph(spark, root / f"lake_{label}", config.engine),
                                  SparkRecompute(spark, root / f"recompute_{label}"), Oxigraph()]
         for system in systems:
             load_s = system.load(files.initial)

@@ -118,9 +118,10 @@ class Lakegraph:
 
     name = "lakegraph"
 
-    def __init__(self, spark: SparkSession, lake: Path) -> None:
+    def __init__(self, spark: SparkSession, lake: Path, engine: str = "auto") -> None:
         self.spark = spark
         self.lake = lake
+        self.engine = engine
         self.store = open_store(str(lake), spark, backend="delta-rs")
         init_lake(self.store)
         self.queries: list[BenchQuery] = []
@@ -136,11 +137,12 @@ class Lakegraph:
         ingest_s = _timed(lambda: ingest_paths(self.store, [str(batch_path)]))[0]
         before = commits(self.lake)
         with spark_jobs(self.spark) as jobs:
-            run_s, report = _timed(lambda: Runner(self.store, self.spark).run())
+            run_s, report = _timed(lambda: Runner(self.store, self.spark, self.engine).run())
         stats = {k: sum(b.get(k, 0) for b in report.batches)
                  for k in ("messages", "noops", "view_changes", "answer_changes")}
         return BatchTiming(ingest_s + run_s, {"ingest": ingest_s, "run": run_s}, jobs.count,
-                           commits(self.lake) - before, {**stats, "engine_batches": len(report.batches)})
+                           commits(self.lake) - before, {**stats, "engine_batches": len(report.batches),
+                            "engines": sorted({b["engine"] for b in report.batches})})
 
     def answers(self, name: str) -> Bag:
         table = gold_answers(self.store, name)
