@@ -75,7 +75,7 @@ class BatchRecord:
     seq_from: int
     seq_to: int
     versions: dict[str, int] = field(default_factory=dict)
-    stats: dict[str, int] = field(default_factory=dict)
+    stats: dict[str, int | str] = field(default_factory=dict)
     logged_at: datetime | None = None
 
     def row(self) -> dict:

@@ -1,0 +1,124 @@
+"""The two Z-set engines agree operation by operation (joins, products, sums, consolidation,
+support changes, filters) on random signed bags, and the engine choice follows its rule."""
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+
+from pipelines import cli
+from pipelines.run import ARROW_MAX_MESSAGES, Runner, choose_engine
+from pipelines.zsets import binding_schema
+from pipelines.zsets_arrow import ArrowZSets
+from pipelines.zsets_spark import SparkZSets, filter_arrow
+from schemas.tables import MULT
+
+TERMS = ["<http://e/a>", "<http://e/b>", "<http://e/c>", '"1"^^<http://www.w3.org/2001/XMLSchema#integer>']
+
+
+def bag(table: pa.Table, columns: list[str]) -> Counter:
+    """A Z-set as a Counter of rows (zero entries dropped), whatever its column order."""
+    out: Counter = Counter()
+    for row in table.to_pylist():
+        out[tuple(row[c] for c in columns)] += row[MULT]
+    return Counter({k: v for k, v in out.items() if v})
+
+
+def random_zset(rng: random.Random, columns: list[str], rows: int) -> pa.Table:
+    data = {c: [rng.choice(TERMS) for _ in range(rows)] for c in columns}
+    data[MULT] = [rng.choice([-2, -1, 1, 1, 2]) for _ in range(rows)]
+    return pa.table(data, schema=binding_schema(columns))
+
+
+@pytest.fixture(scope="module")
+def engines(spark):
+    tables = {}
+    arrow = ArrowZSets(tables.__getitem__, lambda t, p: filter_arrow(spark, t, p))
+    sparkz = SparkZSets(spark, lambda name: sparkz.from_arrow(tables[name]))
+    return tables, arrow, sparkz
+
+
+def both(engines, build, schema: pa.Schema) -> tuple[pa.Table, pa.Table]:
+    """``build(z)`` on each engine, collected in ``schema``."""
+    _, arrow, sparkz = engines
+    return tuple(z.collect({"out": build(z)}, {"out": schema})["out"] for z in (arrow, sparkz))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_join_sum_consolidate_agree(engines, seed):
+    rng = random.Random(seed)
+    left = random_zset(rng, ["x", "y"], 12)
+    right = random_zset(rng, ["y", "z"], 12)
+    other = random_zset(rng, ["x", "y", "z"], 6)
+    columns = ["x", "y", "z"]
+
+    def build(z):
+        joined = z.join(z.from_arrow(left), z.from_arrow(right))
+        return z.consolidate(z.add([joined, z.from_arrow(other)]), columns)
+
+    arrow, spark = both(engines, build, binding_schema(columns))
+    expected: Counter = Counter()
+    for a in left.to_pylist():
+        for b in right.to_pylist():
+            if a["y"] == b["y"]:
+                expected[(a["x"], a["y"], b["z"])] += a[MULT] * b[MULT]
+    expected.update({k: v for k, v in bag(other, columns).items()})
+    expected = Counter({k: v for k, v in expected.items() if v})
+    assert bag(arrow, columns) == bag(spark, columns) == expected
+    assert expected, "the random inputs should join"
+    assert all(m != 0 for m in arrow[MULT].to_pylist()), "consolidation drops cancelled rows"
+
+
+def test_product_empty_and_zero_columns_agree(engines):
+    rng = random.Random(9)
+    a, b = random_zset(rng, ["x"], 3), random_zset(rng, ["y"], 4)
+    empty = binding_schema(["y"]).empty_table()
+    arrow, spark = both(engines, lambda z: z.join(z.from_arrow(a), z.from_arrow(b)), binding_schema(["x", "y"]))
+    assert bag(arrow, ["x", "y"]) == bag(spark, ["x", "y"]) and arrow.num_rows == 12
+    arrow, spark = both(engines, lambda z: z.join(z.from_arrow(a), z.from_arrow(empty)), binding_schema(["x", "y"]))
+    assert arrow.num_rows == spark.num_rows == 0
+    total = sum(a[MULT].to_pylist())
+    arrow, spark = both(engines, lambda z: z.consolidate(z.from_arrow(a), []), binding_schema([]))
+    assert arrow[MULT].to_pylist() == spark[MULT].to_pylist() == ([total] if total else [])
+
+
+def test_support_delta_agrees(engines):
+    tables, _, _ = engines
+    schema = binding_schema(["x"])
+    old = pa.table({"x": TERMS[:3], MULT: [1, 2, 1]}, schema=schema)
+    change = pa.table({"x": [TERMS[0], TERMS[1], TERMS[3]], MULT: [-1, -1, 3]}, schema=schema)
+    tables["bag"] = old
+    arrow, spark = both(engines, lambda z: z.support_delta(z.from_arrow(change), z.read("bag"), ["x"]), schema)
+    # a: 1 -> 0 leaves the support, b: 2 -> 1 stays, the new literal enters
+    assert bag(arrow, ["x"]) == bag(spark, ["x"]) == Counter({(TERMS[0],): -1, (TERMS[3],): 1})
+
+
+def test_where_is_evaluated_by_spark_sql_on_both(engines):
+    rng = random.Random(3)
+    rows = random_zset(rng, ["x", "y"], 20)
+    predicate = "`x` = `y` OR `x` = '<http://e/a>'"
+    arrow, spark = both(engines, lambda z: z.where(z.from_arrow(rows), predicate), binding_schema(["x", "y"]))
+    expected = Counter()
+    for r in rows.to_pylist():
+        if r["x"] == r["y"] or r["x"] == TERMS[0]:
+            expected[(r["x"], r["y"])] += r[MULT]
+    assert bag(arrow, ["x", "y"]) == bag(spark, ["x", "y"]) == Counter({k: v for k, v in expected.items() if v})
+
+
+def test_engine_choice():
+    assert choose_engine("auto", 1000, "local[*]") == "arrow"
+    assert choose_engine("auto", ARROW_MAX_MESSAGES + 1, "local[2]") == "spark"
+    assert choose_engine("auto", 10, "spark://cluster:7077") == "spark"
+    assert choose_engine("spark", 10, "local[*]") == "spark"
+    assert choose_engine("arrow", 10**9, "yarn") == "arrow"
+    with pytest.raises(ValueError, match="unknown engine 'fast': use one of auto, arrow, spark"):
+        Runner(None, None, engine="fast")  # type: ignore[arg-type]
+
+
+def test_cli_refuses_an_unknown_engine(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--lake", str(tmp_path / "lake"), "run", "--engine", "fast"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'fast'" in capsys.readouterr().err
