@@ -151,7 +151,8 @@ REFUSED = [
     ("SELECT ?_mult {\n ?_mult <p:p> ?o }", "variable ?_mult is not allowed"),
     ("SELECT ?s {\n ?s <p:p> ?o FILTER(?_BATCHno) }", "variable ?_BATCHno is not allowed"),
     ("SELECT * { FILTER(true) }", "a query without any triple pattern is not supported"),
-    ("SELECT ?z {\n ?s <p:p> ?o }", "projecting ?z, which no triple pattern binds, is not supported (line 1)"),
+    ("SELECT ?z {\n ?s <p:p> ?o }", "projecting ?z, which no triple pattern binds, is not supported (line 1)"),    ("SELECT ?s {\n ?s <p:p> ?x .\n ?x <p:q> ?X }",
+     "variables ?X and ?x differ only in case, and Delta column names are case-insensitive: rename one (line 2)"),
 ]
 
 

@@ -180,6 +180,12 @@ class _Parser:
                 raise self.refuse(f"variable ?{name} is not allowed (names starting with "
                                   f"{', '.join(sorted(RESERVED_COLUMNS))} are reserved)",
                                   rf"[?$]{re.escape(name)}(?!\w)")
+        seen: dict[str, str] = {}
+        for name in sorted(used):
+            other = seen.setdefault(name.lower(), name)
+            if other != name:
+                raise self.refuse(f"variables ?{other} and ?{name} differ only in case, and Delta column "
+                                  "names are case-insensitive: rename one", rf"[?$]{re.escape(name)}(?!\w)")
 
     # -- graph patterns: one method per algebra node --------------------------------------------
     def pattern(self, node: CompValue, found: list[tuple[int, tuple]]) -> list[Expr]:
