@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import pyarrow as pa
 
 from schemas.tables import MULT
-from views.plan import Component, PatternRef, QueryPlan
+from views.plan import Component, QueryPlan
 
 from .lake import bag_table, pe_table
 from .zsets import ZSetEngine, binding_schema
@@ -50,57 +50,52 @@ def state_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
     return owned
 
 
-def pattern_frame(z: ZSetEngine, ref: PatternRef, view: Frame) -> Frame:
-    """A view's rows renamed to the query variables the pattern binds."""
-    return z.rename(view, ref.bind)
-
-
 def _plus(z: ZSetEngine, old: Frame, delta: Frame | None) -> Frame:
     return old if delta is None else z.add([old, delta])
+
+
+def _delta_sum(z: ZSetEngine, orders: Sequence[Sequence[int]], delta: Callable[[int], Frame | None],
+               old: Callable[[int], Frame]) -> Frame | None:
+    """Σ_i ΔRi joined with the other relations in ``orders[i]`` (which starts with i): the state
+    after the batch for j < i, before it for j > i. None when no relation changed."""
+    terms = []
+    for i, order in enumerate(orders):
+        frame = delta(i)
+        if frame is None:
+            continue
+        for j in order[1:]:
+            frame = z.join(frame, _plus(z, old(j), delta(j)) if j < i else old(j))
+        terms.append(frame)
+    return z.add(terms) if terms else None
 
 
 def component_delta(z: ZSetEngine, component: Component, delta: Callable[[str], Frame | None]) -> Frame | None:
     """ΔC for one component, or None when no pattern of it changed (views before the batch are
     ``z.read``)."""
-    terms = []
-    for i, order in enumerate(component.delta_orders):
-        changed = delta(component.patterns[i].view)
-        if changed is None:
-            continue
-        frame = pattern_frame(z, component.patterns[i], changed)
-        for j in order[1:]:
-            ref = component.patterns[j]
-            old = z.read(ref.view)
-            source = _plus(z, old, delta(ref.view)) if j < i else old
-            frame = z.join(frame, pattern_frame(z, ref, source))
-        terms.append(frame)
-    if not terms:
-        return None
-    return z.consolidate(z.where(z.add(terms), component.filter_sql), component.variables)
+    refs = component.patterns
+
+    def changed(i: int) -> Frame | None:
+        frame = delta(refs[i].view)
+        return None if frame is None else z.rename(frame, refs[i].bind)
+
+    rows = _delta_sum(z, component.delta_orders, changed, lambda j: z.rename(z.read(refs[j].view), refs[j].bind))
+    return None if rows is None else z.consolidate(z.where(rows, component.filter_sql), component.variables)
 
 
 def component_full(z: ZSetEngine, component: Component) -> Frame:
     """All embeddings of a component from the views ``z.read`` gives (backfill)."""
-    order = component.delta_orders[0]
-    frame = pattern_frame(z, component.patterns[order[0]], z.read(component.patterns[order[0]].view))
-    for j in order[1:]:
-        ref = component.patterns[j]
-        frame = z.join(frame, pattern_frame(z, ref, z.read(ref.view)))
+    frames = [z.rename(z.read(component.patterns[j].view), component.patterns[j].bind)
+              for j in component.delta_orders[0]]
+    frame = frames[0]
+    for other in frames[1:]:
+        frame = z.join(frame, other)
     return z.consolidate(z.where(frame, component.filter_sql), component.variables)
 
 
 def product_delta(z: ZSetEngine, deltas: Sequence[Frame | None], old: Sequence[Frame]) -> Frame | None:
     """Δ(C1 × ... × Ck) from each component's change and state before the batch."""
-    terms = []
-    for i, changed in enumerate(deltas):
-        if changed is None:
-            continue
-        frame = changed
-        for j in range(len(deltas)):
-            if j != i:
-                frame = z.join(frame, _plus(z, old[j], deltas[j]) if j < i else old[j])
-        terms.append(frame)
-    return z.add(terms) if terms else None
+    orders = [(i, *(j for j in range(len(deltas)) if j != i)) for i in range(len(deltas))]
+    return _delta_sum(z, orders, deltas.__getitem__, old.__getitem__)
 
 
 def project(z: ZSetEngine, plan: QueryPlan, rows: Frame) -> Frame:

@@ -30,7 +30,7 @@ from .storage import TableStore, Txn
 from .view_maintenance import compute_view_changes, probe_arrow, probe_spark
 from .zsets import ZSetEngine
 from .zsets_arrow import ArrowZSets
-from .zsets_spark import SparkZSets, filter_arrow, spark_frame
+from .zsets_spark import SparkZSets, filter_arrow
 
 _MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o"]
 
@@ -183,10 +183,9 @@ class Runner:
         messages = rows.select(_MESSAGE_COLUMNS)
         views = catalog.distinct_views(plans)
         if engine == "arrow":
-            probed = probe_arrow(messages, views, lambda v: z.read(v.id),
-                                 lambda rows, predicate: filter_arrow(self.spark, rows, predicate))
+            probed = probe_arrow(messages, views, lambda v: z.read(v.id), z.where)
         else:
-            probed = probe_spark(spark_frame(self.spark, messages), views, lambda v: z.read(v.id))
+            probed = probe_spark(z.from_arrow(messages), views, lambda v: z.read(v.id))
         changes = compute_view_changes(probed, views)
         delta_frames = {v: z.from_arrow(t) for v, t in changes.deltas.items() if t.num_rows}
         maintainers = {plan.name: QueryMaintainer(plan, z) for plan in plans}

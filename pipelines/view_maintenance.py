@@ -37,20 +37,38 @@ def view_schema(view: ViewDef) -> pa.Schema:
                      + [pa.field(MULT, pa.int64(), nullable=False)])
 
 
-def matching(messages: DataFrame, view: ViewDef) -> DataFrame:
-    """Messages whose triple matches ``view``, with the view's columns bound from the triple."""
-    cond = F.lit(True)
-    for position, constant in (("s", view.s), ("p", view.p), ("o", view.o)):
-        if constant is not None:
-            cond = cond & (F.col(position) == F.lit(constant))
+@dataclass(frozen=True)
+class _Match:
+    """How a triple matches a view, engine-free: positions that must equal a constant, positions that
+    must equal each other (a repeated variable), and the position each view column is bound from."""
+
+    constants: tuple[tuple[str, str], ...]
+    repeats: tuple[tuple[str, str], ...]
+    source: dict[str, str]
+
+
+def _match(view: ViewDef) -> _Match:
     first: dict[str, str] = {}
+    repeats = []
     for position, column in view.positions:
         if column in first:
-            cond = cond & (F.col(position) == F.col(first[column]))
+            repeats.append((position, first[column]))
         else:
             first[column] = position
-    selected = messages.where(cond).select(
-        "seq", "op", *[F.col(first[c]).alias(c) for c in view.columns])
+    constants = tuple((position, constant) for position, constant in (("s", view.s), ("p", view.p), ("o", view.o))
+                      if constant is not None)
+    return _Match(constants, tuple(repeats), first)
+
+
+def matching(messages: DataFrame, view: ViewDef) -> DataFrame:
+    """Messages whose triple matches ``view``, with the view's columns bound from the triple."""
+    m = _match(view)
+    cond = F.lit(True)
+    for position, constant in m.constants:
+        cond = cond & (F.col(position) == F.lit(constant))
+    for position, other in m.repeats:
+        cond = cond & (F.col(position) == F.col(other))
+    selected = messages.where(cond).select("seq", "op", *[F.col(m.source[c]).alias(c) for c in view.columns])
     return selected.where(F.expr(view.filter_sql)) if view.filter_sql else selected
 
 
@@ -93,19 +111,11 @@ def probe_spark(messages: DataFrame, views: list[ViewDef], before: Callable[[Vie
 def matching_arrow(messages: pa.Table, view: ViewDef, where: Callable[[pa.Table, str], pa.Table]) -> pa.Table:
     """:func:`matching` on an Arrow table of messages; ``where`` evaluates the view's pushed
     FILTER (Spark SQL)."""
-    mask = None
-    first: dict[str, str] = {}
-    conds = [pc.equal(messages[position], constant)
-             for position, constant in (("s", view.s), ("p", view.p), ("o", view.o)) if constant is not None]
-    for position, column in view.positions:
-        if column in first:
-            conds.append(pc.equal(messages[position], messages[first[column]]))
-        else:
-            first[column] = position
-    for cond in conds:
-        mask = cond if mask is None else pc.and_(mask, cond)
-    selected = messages.filter(mask) if mask is not None else messages
-    rows = pa.table([selected["seq"], selected["op"]] + [selected[first[c]] for c in view.columns],
+    m = _match(view)
+    conds = [pc.equal(messages[position], constant) for position, constant in m.constants]
+    conds += [pc.equal(messages[position], messages[other]) for position, other in m.repeats]
+    selected = messages.filter(reduce(pc.and_, conds)) if conds else messages
+    rows = pa.table([selected["seq"], selected["op"]] + [selected[m.source[c]] for c in view.columns],
                     names=["seq", "op", *view.columns])
     return where(rows, view.filter_sql) if view.filter_sql and rows.num_rows else rows
 
@@ -121,19 +131,22 @@ def _shaped_arrow(rows: pa.Table, view: ViewDef, seq: pa.Array, op: pa.Array) ->
 
 def probe_arrow(messages: pa.Table, views: list[ViewDef], before: Callable[[ViewDef], pa.Table],
                 where: Callable[[pa.Table, str], pa.Table]) -> pa.Table:
-    """:func:`probe_spark` in process: a view no message matches is not read at all."""
-    keys = ["_view", *_PAD]
+    """:func:`probe_spark` in process: a view no message matches is not read at all, and only the
+    stored rows whose key some message touches are shaped."""
     parts = []
     for view in views:
         hits = matching_arrow(messages, view, where)
         if hits.num_rows == 0:
             continue
         shaped = _shaped_arrow(hits, view, hits["seq"], hits["op"])
-        stored = before(view)
+        stored = before(view).select(list(view.columns))
+        if view.columns:
+            touched = hits.select(list(view.columns)).group_by(list(view.columns)).aggregate([])
+            stored = stored.join(touched, keys=list(view.columns), join_type="left semi")
+        else:   # a ground pattern: its one (empty) key is present when the view holds a row
+            stored = stored.slice(0, min(1, stored.num_rows))
         nulls = (pa.nulls(stored.num_rows, pa.int64()), pa.nulls(stored.num_rows, pa.string()))
-        present = _shaped_arrow(stored, view, *nulls).join(
-            shaped.select(keys).group_by(keys).aggregate([]), keys=keys, join_type="left semi")
-        parts += [shaped, present.select(shaped.column_names)]
+        parts += [shaped, _shaped_arrow(stored, view, *nulls)]
     if not parts:
         return pa.schema([("_view", pa.string()), ("seq", pa.int64()), ("op", pa.string())]
                          + [(p, pa.string()) for p in _PAD]).empty_table()

@@ -16,13 +16,6 @@ from .storage.spark_arrow import arrow_schema_to_spark
 Key = TypeVar("Key")
 
 
-def spark_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
-    """An Arrow table as a Spark DataFrame (an empty one keeps its schema)."""
-    if table.num_rows == 0:
-        return spark.createDataFrame([], arrow_schema_to_spark(table.schema))
-    return spark.createDataFrame(table)
-
-
 def _data_columns(frame: DataFrame) -> list[str]:
     return [c for c in frame.columns if c != MULT]
 
@@ -40,7 +33,9 @@ class SparkZSets:
         return self._read(table)
 
     def from_arrow(self, table: pa.Table) -> DataFrame:
-        return spark_frame(self.spark, table)
+        if table.num_rows == 0:   # an empty frame keeps its schema
+            return self.spark.createDataFrame([], arrow_schema_to_spark(table.schema))
+        return self.spark.createDataFrame(table)
 
     def rename(self, frame: DataFrame, pairs: Sequence[tuple[str, str]]) -> DataFrame:
         return frame.select(*[F.col(f"`{old}`").alias(new) for old, new in pairs], MULT)

@@ -17,9 +17,10 @@ from typing import Any
 
 import pandas as pd
 
+from schemas.terms import IRI_BODY as _IRI_BODY
+
 from .gx import ExpectationSuite, ValidationResult, expectations, failures, register, run
 
-_IRI_BODY = r"[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>\"{}|^`\\]*"
 _BNODE = r"_:[^\x00-\x20<>\"{}|^`\\:]+"
 _CHARS = r"[^\"\\\x00-\x1f\x7f]*"
 _LITERAL = (rf"\"{_CHARS}(?:\\(?:[\\\"nrt]|u[0-9A-F]{{4}}|U[0-9A-F]{{8}}){_CHARS})*\""

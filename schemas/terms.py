@@ -93,8 +93,14 @@ def _short(datatype: str) -> str:
 
 
 # -- characters ---------------------------------------------------------------------------------
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
-_IRI_FORBIDDEN = set('<>"{}|^`\\')
+_SCHEME_RE = r"[A-Za-z][A-Za-z0-9+.\-]*:"
+_IRI_EXCLUDED = r'\x00-\x20<>"{}|^`\\'          # characters an N-Triples IRIREF may not hold as they are
+#: An absolute IRI without escapes (the text between ``<`` and ``>``), valid in Python's and Java's
+#: regex syntax alike, so the bronze suite checks with the very pattern the reader uses.
+IRI_BODY = rf"{_SCHEME_RE}[^{_IRI_EXCLUDED}]*"
+_SCHEME = re.compile(_SCHEME_RE)
+_IRI_BAD = re.compile(f"[{_IRI_EXCLUDED}]")
+_PLAIN_IRI = re.compile(f"<{IRI_BODY}>")
 _BNODE_LABEL = re.compile(
     r"[A-Za-z0-9_\u00B7-\U000EFFFF]([A-Za-z0-9_\-.\u00B7-\U000EFFFF]*[A-Za-z0-9_\-\u00B7-\U000EFFFF])?")
 _LANG = re.compile(r"[a-zA-Z]+(-[a-zA-Z0-9]+)*")
@@ -106,7 +112,6 @@ _LITERAL_ESCAPES.update({ord("\\"): "\\\\", ord('"'): '\\"', ord("\n"): "\\n", o
                          ord("\t"): "\\t"})
 
 
-_IRI_BAD = re.compile(r'[\x00-\x20<>"{}|^`\\]')
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # runs of characters the readers copy as they are (regex scans instead of a Python loop per character)
 _IRI_RUN = re.compile(r"[^>\\]*")
@@ -295,9 +300,6 @@ def parse_term(text: str, prefixes: Mapping[str, str] | None = None) -> Term:
     if end != len(stripped):
         raise TermError(f"unexpected text after term: {stripped[end:].lstrip()[:20]!r}")
     return term
-
-
-_PLAIN_IRI = re.compile(r'<[A-Za-z][A-Za-z0-9+.\-]*:[^\x00-\x20<>"{}|^`\\]*>')
 
 
 @lru_cache(maxsize=1 << 16)
