@@ -26,7 +26,7 @@ from airflow.sdk import Param, dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException
 
 from pipelines.cli import LAKE_ENV
-from pipelines.maintain import TIME_TRAVEL_HORIZON_HOURS
+from pipelines.ops.maintain import TIME_TRAVEL_HORIZON_HOURS
 from pipelines.spark import MASTER_ENV
 
 LANDING_ENV = "LAKEGRAPH_LANDING"
@@ -50,13 +50,14 @@ def _params() -> dict[str, Any]:
     return get_current_context()["params"]
 
 
-def _store(spark: bool = True):
-    """The lake of this run, read through the in-process Spark session when ``spark``."""
-    from pipelines.spark import get_spark
+def _store():
+    """The lake of this run. Spark starts in the task process only when a step needs it (a gate, a
+    FILTER, a batch on the Spark engine): ingest and most batches never start it."""
+    from pipelines.spark import LazySpark, get_spark
     from pipelines.storage import open_store
 
     params = _params()
-    return open_store(params["lake"], get_spark(params["master"]) if spark else None)
+    return open_store(params["lake"], LazySpark(lambda: get_spark(params["master"])))
 
 
 def _gate(report) -> None:
@@ -81,29 +82,29 @@ def lakegraph() -> None:
         """Ingest the landing directory; returns the ids of the files ingested now."""
         from pipelines.ingest import ingest_paths
 
-        report = ingest_paths(_store(spark=False), [_params()["landing"]])
+        report = ingest_paths(_store(), [_params()["landing"]])
         log.info("%s", report.summary())
         return [r.ingest_id for r in report.rows if r.status == "ingested"]
 
     @task
     def validate_ingest(ingest_ids: list[int]) -> None:
-        from pipelines.validate import validate_ingest as check
+        from pipelines.ops.validate import validate_ingest as check
 
         store = _store()
         _gate(check(store, store.spark, ingest_ids, _run_id("validate_ingest")))
 
     @task(pool=POOL)
     def run_batches() -> dict[str, int]:
-        from pipelines.run import Runner
+        from pipelines.engine.runner import Runner
 
         store = _store()
-        report = Runner(store, store.spark).run()
+        report = Runner(store, lambda: store.spark, master=_params()["master"]).run()
         log.info("%s", report.summary())
         return {"batches": len(report.batches), "messages": sum(b["messages"] for b in report.batches)}
 
     @task
     def validate_gold() -> None:
-        from pipelines.validate import validate_gold as check
+        from pipelines.ops.validate import validate_gold as check
 
         store = _store()
         since = get_current_context()["dag_run"].start_date
@@ -122,7 +123,7 @@ def lakegraph_maintenance() -> None:
     @task(pool=POOL)
     def maintain_tables() -> int:
         """Compact and vacuum every table; returns the number of files vacuumed."""
-        from pipelines.maintain import MaintenanceError, maintain
+        from pipelines.ops.maintain import MaintenanceError, maintain
 
         params = _params()
         try:

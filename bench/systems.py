@@ -28,8 +28,8 @@ from pyspark.sql.types import StringType, StructField, StructType
 from pipelines.answers import answers as gold_answers
 from pipelines.ingest import ingest_paths
 from pipelines.lake import init_lake
-from pipelines.register import register
-from pipelines.run import Runner
+from pipelines.engine.register import register
+from pipelines.engine.runner import Runner
 from pipelines.storage import open_store
 from views.model import Query, Var
 from views.plan import QueryPlan, compile_query

@@ -4,10 +4,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+from bisect import bisect_right
 from datetime import datetime
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from schemas import tables as S
 from schemas.terms import parse_term, term_to_sparql_json
@@ -59,10 +59,10 @@ def answers(store: TableStore, name: str, batch: int | None = None, when: dateti
 def changes(store: TableStore, name: str, since_batch: int | None = None) -> pa.Table:
     """The query's answer changes (after ``since_batch`` when given), in batch order."""
     catalog.lookup(store, name)
-    table = store.read_arrow(changes_table(name))
-    if since_batch is not None:
-        table = table.filter(pc.greater(table[S.BATCH], since_batch))
-    return table.sort_by([(S.BATCH, "ascending"), (S.SIGN, "ascending")])
+    table = store.read_arrow(changes_table(name)).sort_by([(S.BATCH, "ascending"), (S.SIGN, "ascending")])
+    if since_batch is not None:  # sliced, not filtered: a Python value in pc.greater imports pandas
+        table = table.slice(bisect_right(table[S.BATCH].to_pylist(), since_batch))
+    return table
 
 
 def _solutions(table: pa.Table, variables: tuple[str, ...]) -> list[list[str]]:

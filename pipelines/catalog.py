@@ -26,7 +26,8 @@ def registered(store: TableStore) -> list[Registered]:
     """Active queries, by name."""
     if not store.exists(QUERIES):
         return []
-    rows = store.read_arrow(QUERIES).to_pylist()
+    # Only the columns used: converting registered_at to Python would make pyarrow import pandas.
+    rows = store.read_arrow(QUERIES, columns=["plan", "registered_batch"]).to_pylist()
     return sorted((Registered(QueryPlan.from_json(r["plan"]), r["registered_batch"]) for r in rows),
                   key=lambda q: q.plan.name)
 

@@ -19,14 +19,11 @@ import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Iterator
+from typing import Callable, Iterator
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-from tqdm import tqdm
-
-from quality.bronze import validate_bronze_batch
+from quality.bronze import row_failures
 from schemas import tables as S
 from schemas.formats import BadLine, ParseResult, parse, split_lines
 
@@ -51,6 +48,13 @@ class FileReport:
     ingested: int = 0
     quarantined: int = 0
     skipped_lines: int = 0
+
+    def line(self) -> str:
+        """One line for a progress log: ``ingest <path>: ...``."""
+        if self.status == "skipped":
+            return f"ingest {self.path}: skipped, already ingested (#{self.ingest_id})"
+        return (f"ingest {self.path}: #{self.ingest_id} {self.format}, {self.ingested} rows, "
+                f"{self.quarantined} quarantined")
 
 
 @dataclass
@@ -182,32 +186,29 @@ def recover(store: TableStore) -> pa.Table:
 
 
 # -- one file -----------------------------------------------------------------------------------
-def _bronze_frame(parsed: ParseResult, path: str, ingest_id: int, first_seq: int,
-                  at: datetime) -> pd.DataFrame:
+def bronze_batch(parsed: ParseResult, path: str, ingest_id: int, first_seq: int, at: datetime) -> pa.Table:
+    """The file's messages as bronze rows, seqs from ``first_seq`` in message order."""
     messages = parsed.messages
-    return pd.DataFrame({
-        "seq": pd.Series(range(first_seq, first_seq + len(messages)), dtype="int64"),
+    return pa.Table.from_pydict({
+        "seq": range(first_seq, first_seq + len(messages)),
         "event_id": [m.event_id or f"{ingest_id}:{m.event_key}" for m in messages],
-        "event_time": pd.Series([m.event_time or at for m in messages], dtype="datetime64[us, UTC]"),
+        "event_time": [m.event_time or at for m in messages],
         "op": [m.op for m in messages],
         "s": [m.s for m in messages],
         "p": [m.p for m in messages],
         "o": [m.o for m in messages],
         "stream": [m.stream or S.DEFAULT_STREAM for m in messages],
         "source": [f"{path}:{m.line}" for m in messages],
-        "ingest_id": pd.Series([ingest_id] * len(messages), dtype="int64"),
-    })
+        "ingest_id": [ingest_id] * len(messages),
+    }, schema=S.BRONZE)
 
 
-def _rejected(parsed: ParseResult, data: bytes, failures: list[tuple[int, str]]) -> list[BadLine]:
+def _rejected(parsed: ParseResult, data: bytes, failures: dict[int, list[str]]) -> list[BadLine]:
     """Bad lines for the messages the bronze suite rejected, with the original line as raw text
     (Turtle has no line per triple: its raw text is the triple itself)."""
-    reasons: dict[int, list[str]] = {}
-    for index, reason in failures:
-        reasons.setdefault(index, []).append(reason)
     lines = split_lines(data) if parsed.line_based else []
     bad = []
-    for index, why in sorted(reasons.items()):
+    for index, why in failures.items():
         message = parsed.messages[index]
         if message.line:
             raw = lines[message.line - 1].decode("utf-8", errors="backslashreplace")
@@ -234,13 +235,14 @@ def _ingest_file(store: TableStore, log: pa.Table, path: str, data: bytes) -> Fi
     first_seq = _max(log, "last_seq") + 1
     at = now()
 
-    frame = _bronze_frame(parsed, path, ingest_id, first_seq, at)
-    bad = list(parsed.bad)
-    if len(frame):
-        good, failures, _ = validate_bronze_batch(frame)
-        bad += _rejected(parsed, data, failures)
-        frame = frame[good].assign(seq=lambda f: range(first_seq, first_seq + len(f)))
-    bronze = pa.Table.from_pandas(frame, schema=S.BRONZE, preserve_index=False)
+    bronze = bronze_batch(parsed, path, ingest_id, first_seq, at)
+    failures = row_failures(bronze)
+    bad = list(parsed.bad) + _rejected(parsed, data, failures)
+    if failures:
+        bronze = bronze.filter(pa.array([i not in failures for i in range(bronze.num_rows)]))
+        seq = bronze.schema.get_field_index("seq")     # the good rows' seqs leave no gap
+        bronze = bronze.set_column(seq, bronze.schema.field(seq),
+                                   pa.array(range(first_seq, first_seq + bronze.num_rows), pa.int64()))
 
     if bad:
         # A rolled-back attempt of this id already moved the quarantine's transaction marker to it
@@ -258,16 +260,20 @@ def _ingest_file(store: TableStore, log: pa.Table, path: str, data: bytes) -> Fi
                       len(bad), parsed.skipped)
 
 
-def ingest_paths(store: TableStore, paths: list[str], progress: bool = False) -> IngestReport:
-    """Ingest files and directories into bronze (creating the ingest tables when missing)."""
+def ingest_paths(store: TableStore, paths: list[str],
+                 on_file: Callable[[FileReport], None] | None = None) -> IngestReport:
+    """Ingest files and directories into bronze (creating the ingest tables when missing);
+    ``on_file`` is told about each file as it is done (progress)."""
     files = expand_paths(paths)
     report = IngestReport()
     with lake_lock(store.root):
         for name in (QUARANTINE, BRONZE, INGEST_LOG):
             store.create(name, FIXED_TABLES[name])
-    for path in tqdm(files, desc="ingest", unit="file", disable=not progress):
+    for path in files:
         with open(path, "rb") as handle:
             data = handle.read()
         with lake_lock(store.root):
             report.rows.append(_ingest_file(store, recover(store), path, data))
+        if on_file:
+            on_file(report.rows[-1])
     return report

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from schemas import tables as S
 
@@ -103,10 +102,9 @@ class BatchLog:
         self.store = store
 
     def records(self, status: str | None = None) -> list[BatchRecord]:
-        table = self.store.read_arrow(BATCHES)
-        if status is not None:
-            table = table.filter(pc.equal(table["status"], status))
-        return sorted((BatchRecord.from_row(r) for r in table.to_pylist()), key=lambda r: r.batch)
+        # Filtered in Python: a Python value in an Arrow comparison makes pyarrow import pandas.
+        records = [BatchRecord.from_row(r) for r in S.rows(self.store.read_arrow(BATCHES))]
+        return sorted((r for r in records if status is None or r.status == status), key=lambda r: r.batch)
 
     def last_done(self) -> BatchRecord | None:
         done = self.records("done")

@@ -2,16 +2,25 @@
 
 Defaults are sized for a 2-core, small-memory machine: few shuffle partitions, no UI, Arrow on.
 Column names are case sensitive because SPARQL variables are (?x and ?X differ).
+
+pyspark is imported inside the functions: most commands never need Spark, and importing it alone
+costs a fifth of a second.
 """
 from __future__ import annotations
 
 import os
 import sys
-from typing import Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Union
 
-from pyspark.sql import SparkSession
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from pyspark.sql import SparkSession
 
 MASTER_ENV = "LAKEGRAPH_SPARK_MASTER"
+DEFAULT_MASTER = "local[*]"
+
+#: A Spark session, or a function that starts one on first call (see :class:`LazySpark`).
+SparkSource = Union["SparkSession", Callable[[], "SparkSession"]]
 
 DEFAULT_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",
@@ -39,16 +48,51 @@ def parse_conf(pairs: list[str] | None) -> dict[str, str]:
     return conf
 
 
+def resolve_master(master: str | None) -> str:
+    """The master a session would use: ``master``, else ``$LAKEGRAPH_SPARK_MASTER``, else local[*].
+    Known without starting Spark, so the engine choice does not need a session."""
+    return master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+
+
+@contextmanager
+def _child_output(path: str | None) -> Iterator[None]:
+    """While the JVM is launched, point this process's stdout and stderr at ``path`` (appended), so
+    the JVM inherits the file as its own output for its whole life: its start-up banner (``Using
+    incubator modules``), log4j lines and exit-time errors land there instead of on the terminal.
+    Nothing else writes during the launch; both descriptors are restored afterwards."""
+    if path is None:
+        yield
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
+
+
 def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
-              app_name: str = "lakegraph") -> SparkSession:
+              app_name: str = "lakegraph", jvm_log: str | None = None) -> "SparkSession":
     """The process's Spark session (created once; later calls return the same one).
 
     ``master`` falls back to ``$LAKEGRAPH_SPARK_MASTER`` then ``local[*]``. ``PYSPARK_PYTHON`` is set
     to this interpreter so that Python workers import the same packages (deltalake, pyarrow).
+    ``jvm_log``: a file that receives everything the JVM prints (None: it shares this process's
+    stdout and stderr, as a test run or an Airflow task log wants).
     """
+    from pyspark.sql import SparkSession
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    master = master or os.environ.get(MASTER_ENV) or "local[*]"
+    master = resolve_master(master)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log4j = os.path.join(os.path.dirname(__file__), "log4j2.properties")
@@ -57,12 +101,48 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     defaults = {**DEFAULT_CONF, "spark.driver.extraJavaOptions": java_opts}
     for key, value in {**defaults, **(conf or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _child_output(jvm_log):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
-def has_delta_jars(spark: SparkSession) -> bool:
+class LazySpark:
+    """A Spark session started on first call, so that a command pays the JVM's start-up only when
+    some step really needs Spark (a FILTER to evaluate, a Spark-engine batch, SQL)."""
+
+    def __init__(self, start: Callable[[], "SparkSession"]) -> None:
+        self._start = start
+        self._session: "SparkSession | None" = None
+
+    def __call__(self) -> "SparkSession":
+        if self._session is None:
+            self._session = self._start()
+        return self._session
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+
+def session(source: SparkSource) -> "SparkSession":
+    """The session of a :data:`SparkSource` (starting it when it is lazy)."""
+    return source if _is_session(source) else source()
+
+
+def _is_session(source: SparkSource) -> bool:
+    return hasattr(source, "sparkContext")
+
+
+def master_of(source: SparkSource | None, configured: str | None = None) -> str:
+    """The master URL of ``source`` without starting a lazy one: a started session knows its own;
+    otherwise the configured master (:func:`resolve_master`)."""
+    if source is not None and _is_session(source):
+        return source.sparkContext.master
+    return resolve_master(configured)
+
+
+def has_delta_jars(spark: "SparkSession") -> bool:
     """Whether the Delta Lake JVM classes are on the session's classpath."""
     try:
         spark.sparkContext._jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")  # type: ignore[union-attr]

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pipelines import catalog
 from pipelines.answers import gold_version
 from pipelines.lake import BatchLog, changes_table, gold_table, now
-from pipelines.maintain import TIME_TRAVEL_HORIZON_HOURS
+from pipelines.ops.maintain import TIME_TRAVEL_HORIZON_HOURS
 from pipelines.storage import TableStore
 from schemas.tables import BATCH, COUNT, MULT, SIGN
 

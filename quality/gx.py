@@ -1,9 +1,10 @@
 """Great Expectations plumbing shared by the expectation suites.
 
 Why one cached ephemeral context: creating a GX context and its data sources costs far more than
-running a small suite, and ingest validates every file. The context keeps nothing on disk, sends no
-analytics and shows no progress bars. Suites are registered once; a validation definition is made
-once per (suite, pandas|spark) pair and reused with each new DataFrame as its batch.
+running a small suite, and one validation run checks several suites and tables. The context keeps
+nothing on disk, sends no analytics and shows no progress bars. Suites are registered once; a
+validation definition is made once per (suite, pandas|spark) pair and reused with each new DataFrame
+as its batch.
 """
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ import pandas as pd  # noqa: E402
 from great_expectations.core import ExpectationSuiteValidationResult  # noqa: E402
 from great_expectations.data_context.types.base import (  # noqa: E402
     DataContextConfig, InMemoryStoreBackendDefaults, ProgressBarsConfig)
+
+from . import expectation_reason  # noqa: E402
 
 #: What suite modules need from GX, re-exported so that they never import it unguarded.
 ExpectationSuite = gx.ExpectationSuite
@@ -98,22 +101,5 @@ def run(suite: ExpectationSuite, data: Any, result_format: str = "SUMMARY") -> V
 
 
 def describe(config: Any) -> str:
-    """``expectation_type(column): description``, the reason a failing row is quarantined with."""
-    column = config.kwargs.get("column")
-    head = f"{config.type}({column})" if column else config.type
-    return f"{head}: {config.description}" if config.description else head
-
-
-def failures(result: ValidationResult) -> list[tuple[Any, str]]:
-    """``(row index, reason)`` for every row an expectation rejected, in expectation order.
-    An expectation that could not run (a missing column) is a schema bug, not bad data: it raises."""
-    found: list[tuple[Any, str]] = []
-    for outcome in result.results:
-        if outcome.success:
-            continue
-        reason = describe(outcome.expectation_config)
-        info = outcome.exception_info or {}
-        if info.get("raised_exception"):
-            raise RuntimeError(f"{reason} could not run: {info.get('exception_message')}")
-        found.extend((index, reason) for index in outcome.result.get("unexpected_index_list") or [])
-    return found
+    """``expectation_type(column): description``, how an expectation's outcome is named."""
+    return expectation_reason(config.type, config.kwargs.get("column"), config.description)

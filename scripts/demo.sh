@@ -8,10 +8,10 @@ LAKE=${LAKEGRAPH_LAKE:-./lake}
 lg() { .venv/bin/lakegraph --lake "$LAKE" "$@"; }
 rm -rf "$LAKE"
 lg init
-lg -q ingest examples/landing/01_initial.nt
+lg ingest examples/landing/01_initial.nt
 for q in examples/queries/*.rq; do lg register "$q"; done
-lg -q ingest examples/landing
-lg -q run
+lg ingest examples/landing
+lg run
 for q in examples/queries/*.rq; do
   name=$(basename "$q" .rq)
   echo "== answers of $name"; lg answers "$name"

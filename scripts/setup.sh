@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv (Python 3.11+) and install lakegraph with its test and Airflow extras.
-# Idempotent: a second run only re-checks the installed packages.
+# Create .venv (Python 3.11+) and install lakegraph with its test, bench and Airflow extras.
+# Idempotent: a second run with an unchanged pyproject.toml only checks that the packages import.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -9,7 +9,18 @@ if ! command -v java >/dev/null 2>&1; then
   exit 1
 fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-.venv/bin/python -m pip install -q -e ".[test,bench,airflow]" 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -c "import pyspark, deltalake, rdflib, great_expectations, pyoxigraph" \
-  || { echo "setup: installation failed" >&2; exit 1; }
+STAMP=.venv/.lakegraph-installed
+WANT=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  if ! .venv/bin/python -m pip install -q -e ".[test,bench,airflow]" >.venv/pip.log 2>&1; then
+    tail -n 20 .venv/pip.log >&2
+    echo "setup: pip install failed (whole log: .venv/pip.log)" >&2
+    exit 1
+  fi
+  echo "$WANT" >"$STAMP"
+fi
+# quality.gx imports Great Expectations behind the guard that keeps pyspark's connect module from
+# exiting a `python -c` process silently (which would make this check pass without checking).
+.venv/bin/python -c "import pyspark, deltalake, rdflib, pyoxigraph, airflow, quality.gx" \
+  || { rm -f "$STAMP"; echo "setup: installation failed: a package does not import" >&2; exit 1; }

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipelines.cli import Context
-from pipelines.cli_ops import add_commands
+from pipelines.cli.ops import add_commands
 from pipelines.ingest import ingest_paths
-from pipelines.register import register
-from pipelines.run import Runner
+from pipelines.engine.register import register
+from pipelines.engine.runner import Runner
 from pipelines.storage import TableStore, open_store
 from views.plan import compile_query
 from views.sparql import parse_query
@@ -55,7 +55,7 @@ def build_lake(root: Path, spark, queries: dict[str, str], batches: int, seed: i
 
 def ops_context(store: TableStore, argv: list[str]) -> Context:
     """A CLI context for the ``validate``/``maintain`` commands on ``store``'s lake, parsed by the
-    parser :func:`pipelines.cli_ops.add_commands` declares (the global options as the CLI sets them)."""
+    parser :func:`pipelines.cli.ops.add_commands` declares (the global options as the CLI sets them)."""
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
 

@@ -36,6 +36,15 @@ def test_stream_is_deterministic_and_every_update_changes_the_graph():
     assert 0.3 < ops.count("-") / len(ops) < 0.5
 
 
+def test_help_lists_every_option(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    usage = capsys.readouterr().out
+    for option in ("--scales", "--batch-sizes", "--batches", "--engine", "--separate", "--queries", "--out"):
+        assert option in usage
+
+
 def test_bad_option_is_one_line_and_non_zero(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["--batch-sizes", "10,0"])

@@ -16,9 +16,9 @@ import pytest
 
 from pipelines import answers as A
 from pipelines.lake import BRONZE, INGEST_LOG, BatchLog, gold_table
-from pipelines.register import register
+from pipelines.engine.register import register
 from pipelines.storage import open_store
-from pipelines.validate import QUALITY_RESULTS
+from pipelines.ops.validate import QUALITY_RESULTS
 from schemas import tables as S
 from views.plan import compile_query
 from views.sparql import parse_query

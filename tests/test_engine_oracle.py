@@ -7,8 +7,8 @@ import pytest
 
 from pipelines import answers as A
 from pipelines.ingest import ingest_paths
-from pipelines.register import register
-from pipelines.run import Runner
+from pipelines.engine.register import register
+from pipelines.engine.runner import Runner
 from views.plan import compile_query
 from views.sparql import parse_query
 

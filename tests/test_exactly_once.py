@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from pipelines.ingest import ingest_paths
-from pipelines.register import register
-from pipelines.run import Runner
+from pipelines.engine.register import register
+from pipelines.engine.runner import Runner
 from pipelines.storage.delta_rs import DeltaRsStore
 from views.plan import compile_query
 from views.sparql import parse_query

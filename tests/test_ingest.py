@@ -1,5 +1,6 @@
 """Bronze ingest end to end: table contents, quarantine accounting, idempotence, two concurrent
-ingests, crash recovery at every commit, and the bronze expectation suite (pandas and Spark)."""
+ingests, crash recovery at every commit, and the bronze expectation suite on the Spark table (its
+Arrow row check against GX: test_bronze_suite.py)."""
 from __future__ import annotations
 
 import itertools
@@ -10,12 +11,11 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from pipelines.ingest import ingest_paths
 from pipelines.storage import open_store
-from quality.bronze import bronze_suite, run_suite, validate_bronze_batch
+from quality.bronze import bronze_suite, run_suite
 from schemas.formats import RAW_LIMIT, parse
 from schemas.tables import DEFAULT_STREAM
 
@@ -316,36 +316,6 @@ def test_rolled_back_file_may_be_followed_by_another(tmp_path, monkeypatch):
 
 
 # -- the bronze expectation suite ---------------------------------------------------------------
-def batch(**changes) -> pd.DataFrame:
-    now = pd.Timestamp("2025-01-01", tz="UTC")
-    base = {"seq": [1, 2, 3], "event_id": ["1:a", "1:a", "1:b"], "event_time": [now] * 3,
-            "op": ["insert", "delete", "insert"], "s": [u("a"), "_:b", u("c")], "p": [u("p")] * 3,
-            "o": [u("x"), '"l"@en', f'"1"^^<{XSD_INT}>'], "stream": [DEFAULT_STREAM] * 3,
-            "source": ["f:1", "f:2", "f:3"], "ingest_id": [1, 1, 1]}
-    return pd.DataFrame({**base, **changes}, index=[10, 11, 12])
-
-
-def test_validate_bronze_batch_names_the_failing_expectation():
-    good, failures, result = validate_bronze_batch(batch())
-    assert good.tolist() == [True, True, True] and failures == [] and result.success
-
-    bad = batch(op=["insert", "upsert", "insert"], s=['"lit"', "_:b", u("c")], p=[u("p"), u("p"), "_:p"],
-                o=[u("x"), '"unterminated', '"x"^^<rel>'], seq=[1, 2, 2], event_id=["1:a", None, "1:b"])
-    good, failures, result = validate_bronze_batch(bad)
-    assert not result.success
-    assert good.tolist() == [False, False, False] and list(good.index) == [10, 11, 12]
-    assert sorted(failures) == sorted([
-        (11, "expect_column_values_to_be_in_set(op): op must be insert or delete"),
-        (10, "expect_column_values_to_match_regex(s): subject must be an IRI or a blank node"),
-        (12, "expect_column_values_to_match_regex(p): predicate must be an IRI"),
-        (11, "expect_column_values_to_match_regex(o): object must be an IRI, a blank node or a literal"),
-        (12, "expect_column_values_to_match_regex(o): object must be an IRI, a blank node or a literal"),
-        (11, "expect_column_values_to_be_unique(seq): seq must be unique"),
-        (12, "expect_column_values_to_be_unique(seq): seq must be unique"),
-        (11, "expect_column_values_to_not_be_null(event_id): event id must be set"),
-    ])
-
-
 def test_bronze_suite_runs_on_the_spark_table(store, spark):
     """One run over the real bronze table with two rows spoiled: exactly those two expectations
     fail (so the Java regexes accept every real term), with the right counts."""

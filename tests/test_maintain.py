@@ -7,8 +7,8 @@ import pytest
 
 from pipelines import answers as A
 from pipelines.lake import BRONZE, BatchLog, BatchRecord
-from pipelines.maintain import MaintenanceError, maintain
-from pipelines.run import Runner
+from pipelines.ops.maintain import MaintenanceError, maintain
+from pipelines.engine.runner import Runner
 
 from .lakes import build_lake, ops_context
 from .oracle import oracle_bag, table_bag

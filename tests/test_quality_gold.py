@@ -8,10 +8,10 @@ import pyarrow as pa
 import pytest
 
 from pipelines.lake import BatchLog, changes_table, gold_table
-from pipelines.maintain import maintain
-from pipelines.run import Runner
+from pipelines.ops.maintain import maintain
+from pipelines.engine.runner import Runner
 from pipelines.storage import open_store
-from pipelines.validate import QUALITY_RESULTS, validate, validate_gold
+from pipelines.ops.validate import QUALITY_RESULTS, validate, validate_gold
 
 from pipelines.cli import CliError
 

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines.storage import StorageError, TableNotFound, Txn
+from schemas import tables as S
 
 SCHEMA = pa.schema([pa.field("k", pa.string(), nullable=False), pa.field("_mult", pa.int64(), nullable=False)])
 
@@ -86,3 +87,34 @@ def test_txn_makes_writes_idempotent(store):
 def test_missing_table_is_a_clear_error(store):
     with pytest.raises(TableNotFound, match="'nope' does not exist"):
         store.version("nope")
+
+
+def test_row_count_follows_appends_merges_deletes_and_old_versions(store):
+    store.create("t", SCHEMA)
+    assert store.row_count("t") == 0
+    store.append("t", pa.table({"k": ["a", "b", "c"], "_mult": [1, 1, 1]}, schema=SCHEMA))
+    store.merge_counts("t", pa.table({"k": ["a", "d"], "_mult": [-1, 2]}, schema=SCHEMA), ["k"], "_mult")
+    assert store.row_count("t") == 3
+    store.delete("t", "k = 'b'")
+    assert store.row_count("t") == 2 == store.read_arrow("t").num_rows
+    assert [store.row_count("t", v) for v in range(4)] == [0, 3, 3, 2]
+
+
+def test_read_arrow_selects_columns_in_the_table_types(store):
+    store.create("t", SCHEMA)
+    assert store.read_arrow("t", columns=["_mult"]).schema == pa.schema([SCHEMA.field("_mult")])
+    store.append("t", pa.table({"k": ["a"], "_mult": [1]}, schema=SCHEMA))
+    store.append("t", pa.table({"k": ["b"], "_mult": [2]}, schema=SCHEMA))
+    assert store.read_arrow("t").schema == SCHEMA
+    assert sorted(store.read_arrow("t", columns=["_mult", "k"]).to_pylist(), key=lambda r: r["k"]) == \
+        [{"_mult": 1, "k": "a"}, {"_mult": 2, "k": "b"}]
+
+
+def test_rows_match_pyarrow_with_utc_timestamps(store):
+    stamped = pa.schema([pa.field("k", pa.string()), pa.field("at", S.UTC_TS)])
+    store.create("t", stamped)
+    at = datetime(2026, 11, 23, 9, 30, 1, 5, tzinfo=timezone.utc)
+    store.append("t", pa.Table.from_pylist([{"k": "a", "at": at}, {"k": "b", "at": None}], schema=stamped))
+    table = store.read_arrow("t")
+    assert S.rows(table) == table.to_pylist()
+    assert {r["k"]: r["at"] for r in S.rows(table)} == {"a": at, "b": None}

@@ -12,8 +12,8 @@ import pytest
 
 from pipelines import answers as A
 from pipelines.ingest import ingest_paths
-from pipelines.register import register
-from pipelines.run import Runner
+from pipelines.engine.register import register
+from pipelines.engine.runner import Runner
 from pipelines.storage import open_store
 from views.errors import QuerySyntaxError
 from views.plan import compile_query

@@ -9,10 +9,10 @@ import pyarrow as pa
 import pytest
 
 from pipelines import cli
-from pipelines.run import ARROW_MAX_MESSAGES, Runner, choose_engine
-from pipelines.zsets import binding_schema
-from pipelines.zsets_arrow import ArrowZSets
-from pipelines.zsets_spark import SparkZSets, filter_arrow
+from pipelines.engine.runner import ARROW_MAX_MESSAGES, Runner, choose_engine
+from pipelines.engine.zsets import binding_schema
+from pipelines.engine.arrow import ArrowZSets
+from pipelines.engine.spark import SparkZSets, filter_arrow
 from schemas.tables import MULT
 
 TERMS = ["<http://e/a>", "<http://e/b>", "<http://e/c>", '"1"^^<http://www.w3.org/2001/XMLSchema#integer>']

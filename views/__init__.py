@@ -3,10 +3,7 @@
 ``parse_query`` (:mod:`views.sparql`) gives the :class:`~views.model.Query` model;
 ``compile_query`` (:mod:`views.plan`) decomposes it as the paper does (:mod:`views.decompose`) and
 compiles its FILTERs to Spark SQL text (:mod:`views.filters`); ``explain`` prints the result.
-"""
-from .errors import QuerySyntaxError, UnsupportedQuery
-from .plan import Component, PatternRef, QueryPlan, ViewDef, compile_query, explain, validate_name
-from .sparql import parse_query
 
-__all__ = ["Component", "PatternRef", "QueryPlan", "QuerySyntaxError", "UnsupportedQuery", "ViewDef",
-           "compile_query", "explain", "parse_query", "validate_name"]
+Import those from their modules: this package re-exports nothing, so that reading a stored plan
+(:mod:`views.plan`) never loads the parser's rdflib and pyparsing (a third of a second).
+"""

@@ -35,7 +35,7 @@ from .errors import QuerySyntaxError, UnsupportedQuery
 from .model import (COMPARISONS, FUNCTIONS, And, Call, Compare, Const, Expr, Not, Or, Query,
                     TriplePattern, Unbound, Var, walk)
 from .source import Source, keyword
-from .terms import XSD, XSD_STRING, render
+from .terms import XSD, XSD_STRING, literal
 
 _RDF_NIL = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#nil")
 _REGEX_FLAGS = set("smixq")
@@ -53,6 +53,18 @@ _REFUSED_PATTERNS = {
     "values": ("VALUES is not supported", keyword("VALUES")),
 }
 _SUBQUERY_NODES = {"Project", "Distinct", "Reduced", "Slice", "OrderBy", "AggregateJoin", "Group"}
+
+
+def render(term: Identifier) -> str:
+    """The canonical N-Triples spelling (:mod:`views.terms`) of an rdflib IRI, blank node or
+    literal; here rather than in :mod:`views.terms` so that only the parser imports rdflib."""
+    if isinstance(term, URIRef):
+        return f"<{term}>"
+    if isinstance(term, BNode):
+        return f"_:{term}"
+    if isinstance(term, Literal):
+        return literal(str(term), term.language, str(term.datatype) if term.datatype else None)
+    raise TypeError(f"not an RDF term: {term!r}")
 
 
 def parse_query(text: str, source: str = "query") -> Query:

@@ -8,12 +8,12 @@ are kept as written (``"01"^^xsd:integer`` stays ``01``): RDF term equality is l
 
 This module is the query side's own small copy of that contract (the ingest side has its own term
 module); :func:`split_literal` reads a canonical literal back for compile-time constant folding.
+It imports nothing heavy, so reading a stored plan stays cheap: spelling rdflib's terms in this form
+is the parser's job (:func:`views.sparql.render`), the only module that imports rdflib.
 """
 from __future__ import annotations
 
 import json
-
-from rdflib.term import BNode, Identifier, Literal, URIRef
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 XSD_STRING = XSD + "string"
@@ -37,17 +37,6 @@ def literal(lexical: str, lang: str | None = None, datatype: str | None = None) 
     if datatype is None or datatype == XSD_STRING:
         return quoted
     return f"{quoted}^^<{datatype}>"
-
-
-def render(term: Identifier) -> str:
-    """The canonical N-Triples spelling of an rdflib IRI, blank node or literal."""
-    if isinstance(term, URIRef):
-        return f"<{term}>"
-    if isinstance(term, BNode):
-        return f"_:{term}"
-    if isinstance(term, Literal):
-        return literal(str(term), term.language, str(term.datatype) if term.datatype else None)
-    raise TypeError(f"not an RDF term: {term!r}")
 
 
 def split_literal(term: str) -> tuple[str, str | None, str]:

@@ -1,7 +1,9 @@
 """One interface for every table: :func:`open_store` picks the backend.
 
 ``LAKEGRAPH_STORAGE`` (or ``backend=``) forces ``delta-rs`` or ``delta-spark``; by default delta-spark
-is used when its JVM jars are on the Spark session's classpath and delta-rs otherwise.
+is used when its JVM jars are on the classpath of a Spark session that is already running, and
+delta-rs otherwise. ``spark`` may be lazy (:class:`pipelines.spark.LazySpark`): the auto choice never
+starts it, and a delta-rs store starts it only for a read that must return a Spark frame.
 """
 from __future__ import annotations
 
@@ -15,24 +17,37 @@ BACKENDS = ("delta-rs", "delta-spark")
 
 
 def open_store(root: str, spark=None, backend: str | None = None) -> TableStore:
-    """The lake at ``root`` through the chosen backend."""
+    """The lake at ``root`` through the chosen backend; ``spark`` a session, a lazy one, or None."""
     choice = backend or os.environ.get(BACKEND_ENV) or "auto"
     if choice == "auto":
-        from ..spark import has_delta_jars
-
-        choice = "delta-spark" if spark is not None and has_delta_jars(spark) else "delta-rs"
+        running = spark is not None and (hasattr(spark, "sparkContext") or getattr(spark, "started", False))
+        choice = "delta-spark" if running and _has_delta_jars(_session(spark)) else "delta-rs"
     if choice == "delta-rs":
         return DeltaRsStore(root, spark)
     if choice == "delta-spark":
         if spark is None:
             raise StorageError("the delta-spark backend needs a Spark session")
-        from ..spark import has_delta_jars
         from .delta_spark import DeltaSparkStore
 
-        if not has_delta_jars(spark):
+        spark = _session(spark)
+        if not _has_delta_jars(spark):
             raise StorageError("backend delta-spark chosen but the Delta Lake jars are not on Spark's classpath")
         return DeltaSparkStore(root, spark)
     raise StorageError(f"unknown storage backend {choice!r}; choose one of {', '.join(BACKENDS)} or auto")
+
+
+def _session(spark):
+    from ..spark import session
+
+    return session(spark)
+
+
+def _has_delta_jars(spark) -> bool:
+    """Whether the Delta jars are on Spark's classpath; imported only when a session is given, since
+    pipelines.spark may import pyspark, too slow for a CLI read without Spark."""
+    from ..spark import has_delta_jars
+
+    return has_delta_jars(spark)
 
 
 __all__ = ["Data", "StorageError", "TableNotFound", "TableStore", "Txn", "open_store", "quote", "BACKENDS"]

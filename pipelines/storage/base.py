@@ -87,6 +87,11 @@ class TableStore(Protocol):
                    columns: Sequence[str] | None = None) -> pa.Table:
         """The table at ``version`` as Arrow, without Spark (small tables, CLI, tests)."""
 
+    def row_count(self, name: str, version: int | None = None) -> int:
+        """The number of rows at ``version`` (latest when None), from the Delta log's file
+        statistics rather than the data where the backend can: ``lakegraph status`` counts every
+        table, and reading them all would cost more than the rest of the command."""
+
     def version_at(self, name: str, when: datetime) -> int:
         """The version that was current at ``when`` (time travel by timestamp)."""
 

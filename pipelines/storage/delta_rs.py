@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 import shutil
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Sequence
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
@@ -26,12 +28,11 @@ def quote(column: str) -> str:
     return '"' + column.replace('"', '""') + '"'
 
 
-def normalise_arrow(table: pa.Table) -> pa.Table:
-    """Cast the types delta-rs reads back (string_view, uint64, ms timestamps) to the ones Spark and
-    our schemas use."""
+def normalise_schema(schema: pa.Schema) -> pa.Schema:
+    """The types delta-rs reads back (string_view, uint64, ms timestamps) as the ones Spark and our
+    schemas use."""
     fields = []
-    changed = False
-    for field in table.schema:
+    for field in schema:
         t = field.type
         if pa.types.is_string_view(t) or pa.types.is_large_string(t):
             t = pa.string()
@@ -39,9 +40,14 @@ def normalise_arrow(table: pa.Table) -> pa.Table:
             t = pa.int64()
         elif pa.types.is_timestamp(t) and (t.unit != "us" or t.tz is None):
             t = pa.timestamp("us", tz="UTC")
-        changed |= t != field.type
         fields.append(pa.field(field.name, t, field.nullable))
-    return table.cast(pa.schema(fields)) if changed else table
+    return pa.schema(fields)
+
+
+def normalise_arrow(table: pa.Table) -> pa.Table:
+    """``table`` cast to :func:`normalise_schema` of its schema."""
+    schema = normalise_schema(table.schema)
+    return table if schema == table.schema else table.cast(schema)
 
 
 class DeltaRsStore:
@@ -50,14 +56,24 @@ class DeltaRsStore:
     backend = "delta-rs"
 
     def __init__(self, root: str, spark=None) -> None:
+        """``spark``: a session, a zero-argument function starting one on first use, or None."""
         self.root = os.path.abspath(root)
-        self.spark = spark
+        self._spark = spark
         self._schemas: dict[str, pa.Schema] = {}
         # Opening a table replays its log; a batch touches each table several times. The newest
         # state is kept per table and brought up to date incrementally; pinned versions never change,
         # so the last few opened are kept as they are.
         self._latest: dict[str, DeltaTable] = {}
         self._pinned: OrderedDict[tuple[str, int], DeltaTable] = OrderedDict()
+
+    @property
+    def spark(self):
+        """The Spark session, started now if it was lazy (only :meth:`read` needs it)."""
+        if self._spark is None:
+            return None
+        from ..spark import session
+
+        return session(self._spark)
 
     # -- naming -----------------------------------------------------------------------------
     def path(self, name: str) -> str:
@@ -114,7 +130,7 @@ class DeltaRsStore:
 
     def schema(self, name: str) -> pa.Schema:
         if name not in self._schemas:
-            self._schemas[name] = normalise_arrow(pa.schema(self._table(name).schema().to_arrow()).empty_table()).schema
+            self._schemas[name] = normalise_schema(pa.schema(self._table(name).schema().to_arrow()))
         return self._schemas[name]
 
     # -- writes -----------------------------------------------------------------------------
@@ -183,14 +199,31 @@ class DeltaRsStore:
     def read_arrow(self, name: str, version: int | None = None,
                    columns: Sequence[str] | None = None) -> pa.Table:
         # Read the version's parquet files with pyarrow: delta-rs's own reader can abort the
-        # process at exit (delta-rs#2184).
-        import pyarrow.dataset as ds
-
-        dt = self._table(name, version)
+        # process at exit (delta-rs#2184). Each file with ParquetFile, on threads as pyarrow.dataset
+        # would: pyarrow.dataset and pq.read_table import pandas, half a second of a CLI read (so
+        # does schema.empty_table()).
         schema = self.schema(name)
-        files = [u.removeprefix("file://") for u in dt.file_uris()]
-        table = ds.dataset(files, format="parquet", schema=schema).to_table() if files else schema.empty_table()
-        return normalise_arrow(table.select(list(columns)) if columns else table)
+        if columns:
+            schema = pa.schema([schema.field(c) for c in columns])
+
+        def read(uri: str) -> pa.Table:
+            table = pq.ParquetFile(uri.removeprefix("file://")).read(columns=schema.names)
+            return table.select(schema.names).cast(schema)
+
+        files = self._table(name, version).file_uris()
+        if not files:
+            return pa.Table.from_batches([], schema)
+        with ThreadPoolExecutor(pa.io_thread_count()) as pool:
+            return pa.concat_tables(list(pool.map(read, files)))
+
+    def row_count(self, name: str, version: int | None = None) -> int:
+        dt = self._table(name, version)
+        # pa.table() on a foreign Arrow object imports pandas; the C stream interface does not.
+        adds = pa.RecordBatchReader.from_stream(dt.get_add_actions()).read_all()
+        counts = adds.column("num_records").to_pylist()
+        if None in counts:  # a file committed without statistics: count from the parquet footers
+            return sum(pq.ParquetFile(uri.removeprefix("file://")).metadata.num_rows for uri in dt.file_uris())
+        return sum(counts)
 
     def version_at(self, name: str, when: datetime) -> int:
         if when.tzinfo is None:

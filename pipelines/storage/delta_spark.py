@@ -91,6 +91,11 @@ class DeltaSparkStore(DeltaRsStore):
             reader = reader.option("versionAsOf", version)
         return reader.load(self.path(name))
 
+    def row_count(self, name: str, version: int | None = None) -> int:
+        """Spark's count: unlike the log's per-file ``numRecords``, it subtracts the rows of deletion
+        vectors, which delta-spark may write (and it answers from the log's statistics when it can)."""
+        return self.read(name, version).count()
+
     def changes(self, name: str, start: int, end: int | None = None) -> pa.Table:
         reader = (self.spark.read.format("delta").option("readChangeFeed", "true")
                   .option("startingVersion", start))

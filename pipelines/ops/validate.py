@@ -19,9 +19,9 @@ from quality.gold import check_query
 from quality.report import Outcome, Report, check
 from schemas.tables import UTC_TS
 
-from . import catalog
-from .lake import BRONZE, gold_table, now
-from .storage import TableStore, open_store
+from .. import catalog
+from ..lake import BRONZE, gold_table, now
+from ..storage import TableStore, open_store
 
 QUALITY_RESULTS = "quality_results"
 

@@ -27,7 +27,7 @@ def _with_key(frame: pa.Table) -> pa.Table:
 
 
 class ArrowZSets:
-    """:class:`pipelines.zsets.ZSetEngine` on Arrow tables.
+    """:class:`pipelines.engine.zsets.ZSetEngine` on Arrow tables.
 
     ``read`` gives a state table at the batch's version; ``where`` evaluates a Spark SQL predicate
     over an Arrow table.

@@ -9,19 +9,19 @@ before it leaves only tables no registered query uses, and they are rebuilt on t
 from __future__ import annotations
 
 import pyarrow.compute as pc
-from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
-from views.plan import QueryPlan
+from views.plan import QueryPlan, ViewDef
 
-from . import catalog
-from .lake import BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
-from .query_maintenance import QueryMaintainer
-from .run import change_rows, changes_schema
-from .storage import TableStore
-from .view_maintenance import triples_in_graph, view_rows, view_schema
-from .zsets import binding_schema
-from .zsets_spark import SparkZSets
+from .. import catalog
+from ..lake import BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
+from ..spark import SparkSource, master_of, session
+from ..storage import TableStore
+from .arrow import ArrowZSets
+from .bgp import QueryMaintainer
+from .runner import change_rows, changes_schema, choose_engine
+from .spark import SparkZSets, filter_arrow
+from .views import triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow, view_schema
+from .zsets import ZSetEngine, binding_schema
 
 
 class RegistrationError(ValueError):
@@ -46,8 +46,30 @@ def checkpoint(store: TableStore) -> BatchRecord:
     return record
 
 
-def register(store: TableStore, spark: SparkSession, plan: QueryPlan) -> dict:
-    """Register ``plan``; returns counts of what the backfill wrote."""
+def _fill_views(store: TableStore, spark: SparkSource, engine: str, at: BatchRecord,
+                views: list[ViewDef]) -> None:
+    """Create ``views`` filled from the graph bronze holds at checkpoint ``at``."""
+    if engine == "arrow":
+        bronze = store.read_arrow(BRONZE, at.bronze_to, columns=["seq", "op", "s", "p", "o"])
+        graph = triples_in_graph_arrow(bronze.filter(pc.less_equal(bronze["seq"], at.seq_to)))
+        where = lambda rows, predicate: filter_arrow(session(spark), rows, predicate)  # noqa: E731
+        rows = {view.id: view_rows_arrow(graph, view, where) for view in views}
+    else:
+        from pyspark.sql import functions as F
+
+        frame = triples_in_graph(store.read(BRONZE, at.bronze_to).where(F.col("seq") <= at.seq_to)).cache()
+        rows = {view.id: view_rows(frame, view).toArrow() for view in views}
+        frame.unpersist()
+    for view in views:
+        store.create(view.id, view_schema(view))
+        store.append(view.id, rows[view.id])
+
+
+def register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str = "auto",
+             master: str | None = None) -> dict:
+    """Register ``plan``; returns counts of what the backfill wrote. The backfill runs on the Z-set
+    engine :func:`~pipelines.engine.runner.choose_engine` picks for the checkpoint's bronze rows
+    (Arrow in process for a small lake on a local master: no Spark job unless a FILTER needs one)."""
     init_lake(store)
     active = catalog.registered(store)
     if any(q.plan.name == plan.name for q in active):
@@ -57,15 +79,16 @@ def register(store: TableStore, spark: SparkSession, plan: QueryPlan) -> dict:
     # leftovers of an interrupted registration of this name, and views nobody uses
     for name in catalog.owned_tables(plan) + [v.id for v in plan.views if v.id not in in_use]:
         store.drop(name)
+    chosen = choose_engine(engine, store.row_count(BRONZE, at.bronze_to), master_of(spark, master))
     new_views = [v for v in plan.views if v.id not in in_use]
     if new_views:
-        bronze = store.read(BRONZE, at.bronze_to).where(F.col("seq") <= at.seq_to)
-        graph = triples_in_graph(bronze).cache()
-        for view in new_views:
-            store.create(view.id, view_schema(view))
-            store.append(view.id, view_rows(graph, view).toArrow())
-        graph.unpersist()
-    maintainer = QueryMaintainer(plan, SparkZSets(spark, store.read))
+        _fill_views(store, spark, chosen, at, new_views)
+    z: ZSetEngine
+    if chosen == "arrow":
+        z = ArrowZSets(store.read_arrow, lambda rows, predicate: filter_arrow(session(spark), rows, predicate))
+    else:
+        z = SparkZSets(session(spark), store.read)
+    maintainer = QueryMaintainer(plan, z)
     result = maintainer.full()
     for name, schema in maintainer.tables().items():
         store.create(name, schema)
@@ -75,7 +98,7 @@ def register(store: TableStore, spark: SparkSession, plan: QueryPlan) -> dict:
     store.create(changes_table(plan.name), changes_schema(plan.projection))
     store.append(changes_table(plan.name), change_rows(plan.name, at, result.gold, plan.projection))
     catalog.add(store, plan, at.batch)
-    return {"batch": at.batch, "views": len(plan.views), "new_views": len(new_views),
+    return {"batch": at.batch, "views": len(plan.views), "new_views": len(new_views), "engine": chosen,
             "answers": int(pc.sum(result.gold["_mult"]).as_py() or 0)}
 
 

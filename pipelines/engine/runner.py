@@ -18,19 +18,18 @@ from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import SparkSession
-
 from schemas import tables as S
 from schemas.tables import MULT
 
-from . import catalog
-from .lake import BATCH_APP, BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
-from .query_maintenance import GOLD, QueryMaintainer, state_tables
-from .storage import TableStore, Txn
-from .view_maintenance import compute_view_changes, probe_arrow, probe_spark
+from .. import catalog
+from ..spark import SparkSource, master_of, session
+from ..lake import BATCH_APP, BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
+from .bgp import GOLD, QueryMaintainer, state_tables
+from ..storage import TableStore, Txn
+from .views import compute_view_changes, probe_arrow, probe_spark
 from .zsets import ZSetEngine
-from .zsets_arrow import ArrowZSets
-from .zsets_spark import SparkZSets, filter_arrow
+from .arrow import ArrowZSets
+from .spark import SparkZSets, filter_arrow
 
 _MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o"]
 
@@ -91,10 +90,15 @@ class Runner:
     """Runs micro-batches for every registered query over one lake, on the engine ``engine`` picks
     (see :func:`choose_engine`)."""
 
-    def __init__(self, store: TableStore, spark: SparkSession, engine: str = "auto") -> None:
+    def __init__(self, store: TableStore, spark: SparkSource, engine: str = "auto",
+                 master: str | None = None) -> None:
+        """``spark`` may be lazy (:class:`pipelines.spark.LazySpark`): it is started only by a batch
+        that needs it (the Spark engine, or a FILTER to evaluate). ``master`` is the one a lazy
+        session would get, for the engine choice."""
         choose_engine(engine, 0, "local")   # refuse a bad name before any work
         self.store = store
-        self.spark = spark
+        self._spark = spark
+        self.master = master_of(spark, master)
         self.engine = engine
         self.log = BatchLog(store)
 
@@ -131,8 +135,8 @@ class Runner:
         """A Z-set engine reading every state table at the version the batch started from."""
         if name == "arrow":
             return ArrowZSets(lambda table: self.store.read_arrow(table, versions.get(table)),
-                              lambda rows, predicate: filter_arrow(self.spark, rows, predicate))
-        return SparkZSets(self.spark, lambda table: self.store.read(table, versions.get(table)))
+                              lambda rows, predicate: filter_arrow(session(self._spark), rows, predicate))
+        return SparkZSets(session(self._spark), lambda table: self.store.read(table, versions.get(table)))
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, max_rows: int | None = None, max_batches: int | None = None,
@@ -178,7 +182,7 @@ class Runner:
     def _process(self, record: BatchRecord, rows: pa.Table, plans) -> dict:
         versions = record.versions
         txn = Txn(BATCH_APP, record.batch)
-        engine = choose_engine(self.engine, rows.num_rows, self.spark.sparkContext.master)
+        engine = choose_engine(self.engine, rows.num_rows, self.master)
         z = self._engine(engine, versions)
         messages = rows.select(_MESSAGE_COLUMNS)
         views = catalog.distinct_views(plans)

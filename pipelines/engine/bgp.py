@@ -1,5 +1,5 @@
 """The delta rules of a registered query, from view changes to gold answer changes, on either
-Z-set engine (:mod:`pipelines.zsets`).
+Z-set engine (:mod:`pipelines.engine.zsets`).
 
 A query is the product of its components (the subqueries of the connected-variable decomposition;
 a ground component is a zero-column relation acting as a gate), each component a join of its triple
@@ -24,7 +24,7 @@ import pyarrow as pa
 from schemas.tables import MULT
 from views.plan import Component, QueryPlan
 
-from .lake import bag_table, pe_table
+from ..lake import bag_table, pe_table
 from .zsets import ZSetEngine, binding_schema
 
 Frame = Any   # an engine's frame (Spark DataFrame or Arrow table)

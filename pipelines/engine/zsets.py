@@ -4,13 +4,13 @@ Why Z-sets: insertions and deletions become one algebra. A join multiplies multi
 adds them, a projection sums them; the delta rules of a join then hold exactly for bags, deletions
 included, with no special case for duplicates under projection.
 
-The delta rules (:mod:`pipelines.query_maintenance`) are written once against :class:`ZSetEngine`;
+The delta rules (:mod:`pipelines.engine.bgp`) are written once against :class:`ZSetEngine`;
 two engines run them:
 
-* :class:`pipelines.zsets_spark.SparkZSets`: lazy Spark frames, all of a batch's outputs evaluated
+* :class:`pipelines.engine.spark.SparkZSets`: lazy Spark frames, all of a batch's outputs evaluated
   in one Spark job. It scales out with the cluster, but every job pays Spark's fixed planning and
   scheduling cost (seconds, whatever the batch size).
-* :class:`pipelines.zsets_arrow.ArrowZSets`: eager Arrow tables in this process (Acero hash joins,
+* :class:`pipelines.engine.arrow.ArrowZSets`: eager Arrow tables in this process (Acero hash joins,
   group-bys). No job overhead, so a small batch costs what its rows cost; the state tables it reads
   must fit in the driver's memory. FILTERs, compiled to Spark SQL, still go to Spark.
 """

@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .lake import BATCHES, BRONZE, BatchLog, now
-from .storage import TableStore
+from ..lake import BATCHES, BRONZE, BatchLog, now
+from ..storage import TableStore
 
 #: How far back time travel is guaranteed (Delta's own default for deleted-file retention).
 TIME_TRAVEL_HORIZON_HOURS = 168

@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from schemas.tables import MULT
 
-from .storage.spark_arrow import arrow_schema_to_spark
+from ..storage.spark_arrow import arrow_schema_to_spark
 
 Key = TypeVar("Key")
 
@@ -21,7 +21,7 @@ def _data_columns(frame: DataFrame) -> list[str]:
 
 
 class SparkZSets:
-    """:class:`pipelines.zsets.ZSetEngine` on Spark; ``read`` gives a state table's frame."""
+    """:class:`pipelines.engine.zsets.ZSetEngine` on Spark; ``read`` gives a state table's frame."""
 
     name = "spark"
 

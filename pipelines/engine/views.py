@@ -120,6 +120,28 @@ def matching_arrow(messages: pa.Table, view: ViewDef, where: Callable[[pa.Table,
     return where(rows, view.filter_sql) if view.filter_sql and rows.num_rows else rows
 
 
+def triples_in_graph_arrow(messages: pa.Table) -> pa.Table:
+    """:func:`triples_in_graph` in process: the last message per triple in ``seq`` order decides."""
+    ordered = messages.select(["seq", "op", "s", "p", "o"]).sort_by("seq")
+    last = ordered.group_by(["s", "p", "o"], use_threads=False).aggregate([("op", "last")])
+    present = last.filter(pc.equal(last["op_last"], "insert"))
+    return present.select(["s", "p", "o"])
+
+
+def view_rows_arrow(graph: pa.Table, view: ViewDef, where: Callable[[pa.Table, str], pa.Table]) -> pa.Table:
+    """:func:`view_rows` in process, from an Arrow graph of (s, p, o) rows."""
+    n = graph.num_rows
+    as_messages = graph.append_column("seq", pa.repeat(pa.scalar(0, pa.int64()), n)).append_column(
+        "op", pa.repeat(pa.scalar("insert", pa.string()), n))
+    rows = matching_arrow(as_messages, view, where).select(list(view.columns))
+    if view.columns:
+        distinct = rows.group_by(list(view.columns), use_threads=False).aggregate([])
+    else:   # a ground pattern: one empty row when the triple is there (slice of a column-less
+        distinct = rows.slice(0, min(1, rows.num_rows))   # table ignores its length: bound it)
+    ones = pa.repeat(pa.scalar(1, pa.int64()), distinct.num_rows)
+    return distinct.append_column(MULT, ones).cast(view_schema(view))
+
+
 def _shaped_arrow(rows: pa.Table, view: ViewDef, seq: pa.Array, op: pa.Array) -> pa.Table:
     """:func:`_shaped` for Arrow rows, with ``seq`` and ``op`` given."""
     n = rows.num_rows

@@ -1,0 +1,6 @@
+"""``python -m pipelines.cli``: the same as the ``lakegraph`` console script."""
+import sys
+
+from . import main
+
+sys.exit(main())

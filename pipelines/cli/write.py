@@ -1,0 +1,113 @@
+"""The commands that change the lake: ``init``, ``ingest``, ``register``, ``unregister``, ``run``."""
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from .context import CliError
+from .progress import Progress
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from .context import Context
+
+ENGINE_HELP = ("where the delta joins run: arrow (in process), spark (Spark jobs), or auto: arrow for "
+               "batches of at most 200,000 messages on a local master, spark otherwise (docs/engines.md)")
+
+
+def cmd_init(ctx: "Context") -> None:
+    from ..lake import init_lake
+
+    created = init_lake(ctx.store())
+    print(f"lake {ctx.lake}: " + (f"created {', '.join(created)}" if created else "already initialised"))
+
+
+def cmd_ingest(ctx: "Context") -> None:
+    from ..ingest import ingest_paths
+
+    missing = [p for p in ctx.args.paths if not os.path.exists(p)]
+    if missing:
+        raise CliError(f"no such file or directory: {missing[0]}")
+    progress = Progress(ctx.args.quiet, "ingest", "file")
+    try:
+        report = ingest_paths(ctx.store(), ctx.args.paths, on_file=lambda f: progress.step(f.line()))
+    finally:
+        progress.close()
+    print(report.summary())
+
+
+def read_query(path: str) -> tuple[str, str]:
+    """A query file's text and its stem (the default query name)."""
+    if not os.path.isfile(path):
+        raise CliError(f"no such query file: {path}")
+    with open(path, encoding="utf-8") as handle:
+        return handle.read(), os.path.splitext(os.path.basename(path))[0]
+
+
+def compile_file(path: str, name: str | None):
+    """The plan of a query file, named ``name`` or after the file."""
+    from views.plan import compile_query, validate_name
+    from views.sparql import parse_query
+
+    text, stem = read_query(path)
+    return compile_query(parse_query(text, path), validate_name(name or stem))
+
+
+def cmd_register(ctx: "Context") -> None:
+    from ..engine.register import register
+
+    plan = compile_file(ctx.args.file, ctx.args.name)
+    store = ctx.require_lake()
+    result = register(store, ctx.spark, plan, ctx.args.engine, ctx.args.master)
+    print(f"registered {plan.name} ({plan.query_class}) at batch {result['batch']}: "
+          f"{result['views']} view(s), {result['new_views']} new; {result['answers']} answer(s) from the backfill")
+
+
+def cmd_unregister(ctx: "Context") -> None:
+    from ..engine.register import unregister
+
+    dropped = unregister(ctx.require_lake(), ctx.args.name)
+    print(f"unregistered {ctx.args.name}; dropped {len(dropped)} table(s): {', '.join(dropped)}")
+
+
+def cmd_run(ctx: "Context") -> None:
+    from ..engine.runner import Runner
+
+    for option in ("max_rows", "max_batches"):
+        value = getattr(ctx.args, option)
+        if value is not None and value < 1:
+            raise CliError(f"--{option.replace('_', '-')} must be at least 1")
+    store = ctx.require_lake()
+    progress = Progress(ctx.args.quiet, "batches", "batch")
+    totals = {"messages": 0, "answer changes": 0}
+
+    def on_batch(stats: dict) -> None:
+        totals["messages"] += stats["messages"]
+        totals["answer changes"] += stats["answer_changes"]
+        progress.step(f"batch {stats['batch']}: {stats['messages']} messages, "
+                      f"{stats['answer_changes']} answer changes ({stats['engine']} engine)", **totals)
+
+    try:
+        report = Runner(store, ctx.spark, ctx.args.engine, ctx.args.master).run(
+            ctx.args.max_rows, ctx.args.max_batches, on_batch=on_batch)
+    finally:
+        progress.close()
+    print(report.summary())
+
+
+def add_commands(add) -> None:
+    """Declare the commands with ``add(name, func, help)`` (see :func:`pipelines.cli.build_parser`)."""
+    add("init", cmd_init, "create the lake's tables (bronze, quarantine, ingest_log, queries, batches)")
+    p = add("ingest", cmd_ingest, "append landing files (RDF Patch, JSON Lines, N-Triples, N-Quads, Turtle) to "
+            "bronze; bad lines go to quarantine, a file already ingested is skipped")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories (walked recursively, sorted)")
+    p = add("register", cmd_register, "register a continuous SPARQL query and backfill its answers")
+    p.add_argument("file", metavar="FILE.rq", help="a SPARQL SELECT or ASK query")
+    p.add_argument("--name", help="query name (letters, digits, _; default: the file name without .rq)")
+    p.add_argument("--engine", choices=["auto", "arrow", "spark"], default="auto", help=ENGINE_HELP)
+    p = add("unregister", cmd_unregister, "drop a query and the state only it uses")
+    p.add_argument("name", help="a registered query")
+    p = add("run", cmd_run, "run micro-batches until bronze is consumed")
+    p.add_argument("--max-rows", type=int, metavar="N", help="cap on bronze rows per batch (events are not split)")
+    p.add_argument("--max-batches", type=int, metavar="N", help="stop after this many batches")
+    p.add_argument("--engine", choices=["auto", "arrow", "spark"], default="auto", help=ENGINE_HELP)
+
