@@ -1,8 +1,9 @@
 """``python -m bench.cli``: wall-clock time of the CLI commands a user types most, as processes.
 
 Builds the example lake of ``bash scripts/demo.sh`` in a temporary directory, then times each read
-command (and ``--help``, an ingest of a small file, a run with nothing to do) as a fresh process, the
-best of ``--repeat`` runs, and writes ``bench/results/cli.md`` (the table in the README).
+command (and ``--help``, a run with nothing to do, an ingest of a small file, a registration with its
+backfill, and a ``sql`` query, which alone starts Spark) as a fresh process, the best of
+``--repeat`` runs, and writes ``bench/results/cli.md`` (the table in the README).
 """
 from __future__ import annotations
 
@@ -50,6 +51,11 @@ def measure(repeat: int) -> list[tuple[str, float]]:
             copy.write_bytes(small.read_bytes() + f"# copy {i}\n".encode())
             ingest.append(_run(["ingest", str(copy)], lake))
         rows.append(("lakegraph ingest small.nt (26 triples)", min(ingest)))
+        register = [_run(["register", "examples/queries/teaching.rq", "--name", f"teaching_{i}"], lake)
+                    for i in range(repeat)]
+        rows.append(("lakegraph register examples/queries/teaching.rq (backfill)", min(register)))
+        rows.append(("lakegraph sql \"SELECT count(*) FROM bronze\" (starts Spark)",
+                     min(_run(["sql", "SELECT count(*) FROM bronze"], lake) for _ in range(repeat))))
         return rows
     finally:
         shutil.rmtree(work, ignore_errors=True)
