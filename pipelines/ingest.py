@@ -186,18 +186,23 @@ def recover(store: TableStore) -> pa.Table:
 
 
 # -- one file -----------------------------------------------------------------------------------
-def bronze_batch(parsed: ParseResult, path: str, ingest_id: int, first_seq: int, at: datetime) -> pa.Table:
-    """The file's messages as bronze rows, seqs from ``first_seq`` in message order."""
+def bronze_batch(parsed: ParseResult, path: str, ingest_id: int, first_seq: int, at: datetime,
+                 stream: str | None = None, event_time: datetime | None = None) -> pa.Table:
+    """The file's messages as bronze rows, seqs from ``first_seq`` in message order. A message that
+    names no stream gets ``stream`` (else the default stream), one without an event time gets
+    ``event_time`` (else the ingest time ``at``)."""
+    stream = stream or S.DEFAULT_STREAM
+    event_time = event_time or at
     messages = parsed.messages
     return pa.Table.from_pydict({
         "seq": range(first_seq, first_seq + len(messages)),
         "event_id": [m.event_id or f"{ingest_id}:{m.event_key}" for m in messages],
-        "event_time": [m.event_time or at for m in messages],
+        "event_time": [m.event_time or event_time for m in messages],
         "op": [m.op for m in messages],
         "s": [m.s for m in messages],
         "p": [m.p for m in messages],
         "o": [m.o for m in messages],
-        "stream": [m.stream or S.DEFAULT_STREAM for m in messages],
+        "stream": [m.stream or stream for m in messages],
         "source": [f"{path}:{m.line}" for m in messages],
         "ingest_id": [ingest_id] * len(messages),
     }, schema=S.BRONZE)
@@ -224,7 +229,8 @@ def _quarantine_table(bad: list[BadLine], path: str, ingest_id: int, at: datetim
           "quarantined_at": at} for b in sorted(bad, key=lambda b: b.line)], schema=S.QUARANTINE)
 
 
-def _ingest_file(store: TableStore, log: pa.Table, path: str, data: bytes) -> FileReport:
+def _ingest_file(store: TableStore, log: pa.Table, path: str, data: bytes, stream: str | None,
+                 event_time: datetime | None) -> FileReport:
     """Ingest one file; the caller holds the lake lock and passes the log :func:`recover` returned."""
     sha = _sha256(data)
     done = log.filter(pc.and_(pc.equal(log["path"], path), pc.equal(log["sha256"], sha)))
@@ -235,7 +241,7 @@ def _ingest_file(store: TableStore, log: pa.Table, path: str, data: bytes) -> Fi
     first_seq = _max(log, "last_seq") + 1
     at = now()
 
-    bronze = bronze_batch(parsed, path, ingest_id, first_seq, at)
+    bronze = bronze_batch(parsed, path, ingest_id, first_seq, at, stream, event_time)
     failures = row_failures(bronze)
     bad = list(parsed.bad) + _rejected(parsed, data, failures)
     if failures:
@@ -260,10 +266,11 @@ def _ingest_file(store: TableStore, log: pa.Table, path: str, data: bytes) -> Fi
                       len(bad), parsed.skipped)
 
 
-def ingest_paths(store: TableStore, paths: list[str],
-                 on_file: Callable[[FileReport], None] | None = None) -> IngestReport:
+def ingest_paths(store: TableStore, paths: list[str], on_file: Callable[[FileReport], None] | None = None,
+                 stream: str | None = None, event_time: datetime | None = None) -> IngestReport:
     """Ingest files and directories into bronze (creating the ingest tables when missing);
-    ``on_file`` is told about each file as it is done (progress)."""
+    ``on_file`` is told about each file as it is done (progress). ``stream`` and ``event_time`` are
+    the defaults of messages whose format carries none (a bare stream IRI; an aware time)."""
     files = expand_paths(paths)
     report = IngestReport()
     with lake_lock(store.root):
@@ -273,7 +280,7 @@ def ingest_paths(store: TableStore, paths: list[str],
         with open(path, "rb") as handle:
             data = handle.read()
         with lake_lock(store.root):
-            report.rows.append(_ingest_file(store, recover(store), path, data))
+            report.rows.append(_ingest_file(store, recover(store), path, data, stream, event_time))
         if on_file:
             on_file(report.rows[-1])
     return report

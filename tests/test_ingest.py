@@ -331,3 +331,31 @@ def test_bronze_suite_runs_on_the_spark_table(store, spark):
     assert failed == {("expect_column_values_to_match_regex", "p"): 1,
                       ("expect_column_values_to_be_unique", "seq"): 2}
     assert len(result.results) == 7
+
+
+def test_stream_and_time_options_default_what_a_format_does_not_carry(tmp_path, capsys):
+    """``ingest --stream IRI --time ISO``: N-Triples lines get both; a JSON Lines line keeps its own
+    time and stream and takes the default stream only where it names none; bad values are one line."""
+    from pipelines import cli
+
+    lake = str(tmp_path / "lake")
+    jsonl = tmp_path / "mixed_streams.jsonl"
+    jsonl.write_text(
+        '{"time": "2026-01-01T00:00:05Z", "op": "+", "s": "<http://e/a>", "p": "<http://e/p>", "o": "<http://e/b>"}\n'
+        '{"time": "2026-01-01T00:00:06Z", "op": "+", "s": "<http://e/a>", "p": "<http://e/p>", "o": "<http://e/c>",'
+        ' "stream": "http://e/own"}\n', encoding="utf-8")
+    argv = ["--lake", lake, "-q", "ingest", str(LANDING / "01_initial.nt"), str(jsonl),
+            "--stream", "<http://example.org/rooms>", "--time", "2026-11-23T09:00:00Z"]
+    assert cli.main(argv) == 0
+    bronze = rows(open_store(lake, None, "delta-rs"), "bronze")
+    initial = [b for b in bronze if b["source"].startswith(str(LANDING))]
+    assert len(initial) == 26 and {b["stream"] for b in initial} == {"http://example.org/rooms"}
+    assert {b["event_time"].isoformat() for b in initial} == {"2026-11-23T09:00:00+00:00"}
+    own = {b["o"]: (b["stream"], b["event_time"].isoformat()) for b in bronze if b["s"] == "<http://e/a>"}
+    assert own == {"<http://e/b>": ("http://example.org/rooms", "2026-01-01T00:00:05+00:00"),
+                   "<http://e/c>": ("http://e/own", "2026-01-01T00:00:06+00:00")}
+    capsys.readouterr()
+    for bad, reason in ((["--stream", "not an iri"], "bad stream"), (["--time", "yesterday"], "bad time")):
+        assert cli.main(["--lake", lake, "ingest", str(jsonl), *bad]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"lakegraph: error: {reason}"), err

@@ -24,12 +24,17 @@ def cmd_init(ctx: "Context") -> None:
 def cmd_ingest(ctx: "Context") -> None:
     from ..ingest import ingest_paths
 
+    from schemas.formats.base import parse_stream, parse_time
+
     missing = [p for p in ctx.args.paths if not os.path.exists(p)]
     if missing:
         raise CliError(f"no such file or directory: {missing[0]}")
+    stream = parse_stream(ctx.args.stream) if ctx.args.stream is not None else None
+    when = parse_time(ctx.args.time) if ctx.args.time is not None else None
     progress = Progress(ctx.args.quiet, "ingest", "file")
     try:
-        report = ingest_paths(ctx.store(), ctx.args.paths, on_file=lambda f: progress.step(f.line()))
+        report = ingest_paths(ctx.store(), ctx.args.paths, on_file=lambda f: progress.step(f.line()),
+                              stream=stream, event_time=when)
     finally:
         progress.close()
     print(report.summary())
@@ -100,6 +105,11 @@ def add_commands(add) -> None:
     p = add("ingest", cmd_ingest, "append landing files (RDF Patch, JSON Lines, N-Triples, N-Quads, Turtle) to "
             "bronze; bad lines go to quarantine, a file already ingested is skipped")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories (walked recursively, sorted)")
+    p.add_argument("--stream", metavar="IRI", help="the stream (graph) of messages whose format names none "
+                   "(N-Triples, Turtle, JSON Lines without a stream field); with or without <>; default "
+                   "urn:lakegraph:stream:default")
+    p.add_argument("--time", metavar="ISO", help="the event time of messages whose format carries none, e.g. "
+                   "2026-11-23T09:00:00Z (default: the ingest time)")
     p = add("register", cmd_register, "register a continuous SPARQL query and backfill its answers")
     p.add_argument("file", metavar="FILE.rq", help="a SPARQL SELECT or ASK query")
     p.add_argument("--name", help="query name (letters, digits, _; default: the file name without .rq)")

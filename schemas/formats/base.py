@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterator
 
+from schemas.terms import TermError, parse_term
+
 #: Raw text kept for a bad line, in characters; longer lines are cut (the reason says so).
 RAW_LIMIT = 65536
 
@@ -104,6 +106,18 @@ def counted_lines(data: bytes, result: ParseResult) -> Iterator[tuple[int, str]]
             result.bad.append(item)
         else:
             yield item
+
+
+def parse_stream(text: str) -> str:
+    """A stream (graph) IRI written with or without angle brackets, as bronze stores it (bare)."""
+    text = text.strip()
+    try:
+        term = parse_term(text if text.startswith("<") else f"<{text}>")
+    except TermError as exc:
+        raise ValueError(f"bad stream: {exc}") from None
+    if term.kind != "iri":
+        raise ValueError("bad stream: not an IRI")
+    return term.value
 
 
 def parse_time(text: str) -> datetime:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
-from schemas.terms import Term, TermError, canonical_nt, parse_term
+from schemas.terms import TermError, canonical_nt
 
-from .base import BadLine, Message, ParseResult, counted_lines, parse_time
+from .base import BadLine, Message, ParseResult, counted_lines, parse_stream, parse_time
 
 _REQUIRED = ("time", "op", "s", "p", "o")
 _OPS = {"+": "insert", "-": "delete"}
@@ -33,14 +33,7 @@ def _term(record: dict, name: str) -> str:
 def _stream(record: dict) -> str | None:
     if record.get("stream") is None:
         return None
-    text = _string(record, "stream").strip()
-    try:
-        term = parse_term(text) if text.startswith("<") else Term("iri", text)
-    except TermError as exc:
-        raise ValueError(f"bad stream: {exc}") from None
-    if term.kind != "iri":
-        raise ValueError("bad stream: not an IRI")
-    return term.value
+    return parse_stream(_string(record, "stream"))
 
 
 def _message(seq: int, number: int, text: str) -> Message:
