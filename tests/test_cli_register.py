@@ -70,3 +70,26 @@ def test_queries_lists_and_unregister_keeps_shared_views(lake, tmp_path, capsys)
     tables = set(lake_state(lake))
     assert not any(t.startswith("gold_a") for t in tables) and "gold_b" in tables
     assert len({t for t in tables if t.startswith("v_")}) == 1   # b's pattern stays, a's own one is gone
+
+
+def test_a_register_query_header_names_the_query(lake, tmp_path, capsys):
+    query = tmp_path / "file_name.rq"
+    query.write_text("REGISTER QUERY byHeader AS\nSELECT ?s { ?s <http://e/p> ?o }", encoding="utf-8")
+    assert cli.main(["--lake", lake, "register", str(query)]) == 0
+    assert cli.main(["--lake", lake, "register", str(query), "--name", "byOption"]) == 0
+    assert cli.main(["--lake", lake, "queries"]) == 0
+    names = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines() if "\t" in line]
+    assert names == ["byHeader", "byOption"]
+
+
+@pytest.mark.parametrize("clause", ["FROM STREAM <http://e/s> [RANGE 10s STEP 5s]", "FROM <http://e/g>"])
+def test_windows_and_background_graphs_parse_but_are_refused_for_now(lake, tmp_path, capsys, clause):
+    query = tmp_path / "windowed.rq"
+    query.write_text(f"REGISTER QUERY w AS\nSELECT ?s\n{clause}\nWHERE {{ ?s <http://e/p> ?o }}", encoding="utf-8")
+    assert cli.main(["--lake", lake, "explain", str(query)]) == 0
+    assert clause.split(" [")[0].replace("FROM ", "") in capsys.readouterr().out
+    before = lake_state(lake)
+    assert cli.main(["--lake", lake, "register", str(query)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not maintained yet" in err[0], err
+    assert lake_state(lake) == before

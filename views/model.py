@@ -6,8 +6,12 @@ as keys (views are shared by equal canonical patterns). Constants are canonical 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Callable, Iterator, Union
+from typing import TYPE_CHECKING, Callable, Iterator, Union
+
+if TYPE_CHECKING:
+    from .streams import StreamWindow
 
 
 @dataclass(frozen=True)
@@ -92,9 +96,15 @@ FUNCTIONS: dict[str, bool] = {
 }
 
 
+#: C-SPARQL's ``timestamp(s, p, o)``: the event time of the stream triple s p o. Not a SPARQL
+#: built-in, so no FILTER compiles it: it needs the windows the engine does not have yet.
+TIMESTAMP = "TIMESTAMP"
+
+
 @dataclass(frozen=True)
 class Call:
-    """A built-in call. REGEX keeps its pattern and flags as constant simple literals."""
+    """A built-in call (a :data:`FUNCTIONS` name or :data:`TIMESTAMP`). REGEX keeps its pattern and
+    flags as constant simple literals; TIMESTAMP's three arguments are variables or constants."""
 
     name: str
     args: tuple["Expr", ...]
@@ -171,6 +181,16 @@ def expr_text(expr: Expr) -> str:
 
 
 # -- the query ------------------------------------------------------------------------------------
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+
+
+def validate_name(name: str) -> str:
+    """``name`` if it can name a query (it becomes part of table names), else ValueError."""
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"invalid query name {name!r}: use a letter, then up to 63 letters, digits or _")
+    return name
+
+
 @dataclass(frozen=True)
 class Query:
     """A SELECT or ASK query whose WHERE is one basic graph pattern with FILTERs.
@@ -179,6 +199,12 @@ class Query:
     nested groups already applied); ``variables`` are all pattern variables in order of first
     appearance, including the fresh ones standing for blank nodes; ``projection`` the output
     variables in order (empty for ASK).
+
+    What a C-SPARQL text adds (:mod:`views.streams`) defaults to nothing, so a plain SPARQL query
+    is modelled as it always was: ``streams``, the ``FROM STREAM`` windows in source order;
+    ``graphs``, the background graphs (``FROM <g>``), distinct, in source order; and the header
+    ``REGISTER QUERY|STREAM name AS`` as ``register_name`` and ``register_kind``
+    (``'query'`` | ``'stream'``).
     """
 
     text: str
@@ -188,3 +214,7 @@ class Query:
     projection: tuple[str, ...]
     distinct: bool
     variables: tuple[str, ...]
+    streams: tuple[StreamWindow, ...] = ()
+    graphs: tuple[str, ...] = ()
+    register_name: str | None = None
+    register_kind: str | None = None

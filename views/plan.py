@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
 from .decompose import Part, decompose, delta_orders, overlap_edges, query_class, star_decomposition
+from .errors import UnsupportedQuery
 from .filters import TRUE, filter_sql
-from .model import And, Expr, Query, TriplePattern, Unbound, Var, conjuncts, expr_text, expr_variables, map_vars
-
-_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+from .model import (TIMESTAMP, And, Call, Expr, Query, TriplePattern, Unbound, Var, conjuncts, expr_text,
+                    expr_variables, map_vars, validate_name, walk)
+from .source import Source
+from .streams import TIMESTAMP_CALL, StreamWindow
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,9 @@ class QueryPlan:
     views: tuple[ViewDef, ...]
     components: tuple[Component, ...]
     filter_sql: str | None                    # filters spanning components, on query variables
+    # The query's C-SPARQL windows and background graphs (empty in plans stored before them).
+    streams: tuple[StreamWindow, ...] = ()
+    graphs: tuple[str, ...] = ()
 
     def to_json(self) -> str:
         """The plan as JSON (stored in the queries table)."""
@@ -91,24 +95,22 @@ class QueryPlan:
             stars=tuple((centre, tuple(ix)) for centre, ix in c["stars"]),
             delta_orders=tuple(tuple(o) for o in c["delta_orders"])) for c in data["components"])
         return cls(**{**data, "projection": tuple(data["projection"]), "views": views,
-                      "components": components})
+                      "components": components,
+                      "streams": tuple(StreamWindow(**w) for w in data.get("streams", ())),
+                      "graphs": tuple(data.get("graphs", ()))})
 
 
 def _pairs(items: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
     return tuple((a, b) for a, b in items)
 
 
-def validate_name(name: str) -> str:
-    """``name`` if it can name a query (it becomes part of table names), else ValueError."""
-    if not _NAME.fullmatch(name):
-        raise ValueError(f"invalid query name {name!r}: use a letter, then up to 63 letters, digits or _")
-    return name
-
-
 # -- compiling ------------------------------------------------------------------------------------
 def compile_query(query: Query, name: str) -> QueryPlan:
     """The plan of ``query`` registered as ``name``."""
     validate_name(name)
+    if any(isinstance(e, Call) and e.name == TIMESTAMP for f in query.filters for e in walk(f)):
+        where = Source(query.text).where(TIMESTAMP_CALL, in_parens=True)
+        raise UnsupportedQuery(f"query {name}: timestamp() needs a window: not supported yet{where}")
     patterns = query.patterns
     parts = decompose(patterns)
     pushed: dict[int, list[Expr]] = {i: [] for i in range(len(patterns))}
@@ -128,7 +130,7 @@ def compile_query(query: Query, name: str) -> QueryPlan:
         name=name, text=query.text, form=query.form, query_class=query_class(parts),
         projection=query.projection, distinct=query.distinct,
         views=tuple({v.id: v for v, _ in views}.values()), components=components,
-        filter_sql=_sql(spanning, set(query.variables)))
+        filter_sql=_sql(spanning, set(query.variables)), streams=query.streams, graphs=query.graphs)
 
 
 def _sql(exprs: list[Expr], columns: set[str]) -> str | None:
@@ -180,9 +182,12 @@ def explain(plan: QueryPlan) -> str:
     views = {v.id: v for v in plan.views}
     head = "ASK" if plan.form == "ask" else \
         "SELECT " + ("DISTINCT " if plan.distinct else "") + " ".join(f"?{v}" for v in plan.projection)
-    lines = [f"query {plan.name}: {head}", f"class: {plan.query_class}",
-             f"connected-variable decomposition: {len(plan.components)} subquer"
-             f"{'y' if len(plan.components) == 1 else 'ies'}"]
+    lines = [f"query {plan.name}: {head}", f"class: {plan.query_class}"]
+    if plan.streams or plan.graphs:
+        lines.append("windows:")
+        lines += [f"  {w.describe()}" for w in plan.streams] + [f"  FROM {g}" for g in plan.graphs]
+    lines.append(f"connected-variable decomposition: {len(plan.components)} subquer"
+                 f"{'y' if len(plan.components) == 1 else 'ies'}")
     for k, comp in enumerate(plan.components):
         lines += _explain_component(k, comp, views)
     lines.append(f"views ({len(plan.views)}):")

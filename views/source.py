@@ -1,6 +1,6 @@
 """The query text as rdflib gets it, and positions back in the text the user wrote.
 
-Two jobs rdflib's SPARQL parser does not do for us:
+Three jobs rdflib's SPARQL parser does not do for us:
 
 * **Where.** rdflib's parse tree and algebra carry no positions, so a refused construct is located by
   searching the text for its keyword; comments, string contents and IRIs are blanked first (same
@@ -10,11 +10,14 @@ Two jobs rdflib's SPARQL parser does not do for us:
   negative decimals (``-1.5`` raises ``TypeError``). A constant in a triple pattern must match data
   terms lexically, so numeric tokens are rewritten as typed literals (``"01"^^<...#integer>``),
   which rdflib keeps verbatim; syntax error positions are mapped back through the rewrite.
+* **C-SPARQL.** The registration header and stream windows (:mod:`views.streams`) are not SPARQL:
+  :meth:`Source.blank` hides them from rdflib the same way, so positions still match the text.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from .terms import XSD
 
@@ -45,11 +48,22 @@ class Source:
     text: str
     masked: str = field(init=False)
     rewritten: str = field(init=False)
+    _stripped: str = field(init=False)        # ``text`` without the spans :meth:`blank` hid
     _iri_ends: set[int] = field(init=False, default_factory=set)
     _edits: list[tuple[int, int, int]] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
         self.masked = _TOKENS.sub(self._blank, self.text)
+        self._stripped = self.text
+        self.rewritten = self._rewrite_numbers()
+
+    def blank(self, spans: Iterable[tuple[int, int]]) -> None:
+        """Hide ``spans`` (``start, end`` in ``text``) from rdflib and from searches: blanked with
+        their newlines kept, so positions and lines in ``rewritten`` still map to ``text``."""
+        for start, end in spans:
+            self._stripped = _blanked(self._stripped, start, end)
+            self.masked = _blanked(self.masked, start, end)
+        self._edits.clear()
         self.rewritten = self._rewrite_numbers()
 
     def _blank(self, match: re.Match[str]) -> str:
@@ -59,8 +73,7 @@ class Source:
         if match.lastgroup == "iri":
             self._iri_ends.add(match.end() - 1)
         quote = 3 if token[:3] in ('"""', "'''") else 1
-        inner = re.sub(r"[^\n]", " ", token[quote:-quote])
-        return token[:quote] + inner + token[-quote:]
+        return _blanked(token, quote, len(token) - quote)
 
     def _rewrite_numbers(self) -> str:
         """Spell every numeric literal token as a typed literal, recording the edits."""
@@ -73,12 +86,12 @@ class Source:
             if match["sign"] and self._is_binary_operator(start):
                 start += 1          # ``?a -1`` is a subtraction: keep the sign as the operator
             kind = match.lastgroup
-            lexical = self.text[start:match.end()]
-            out.append(self.text[last:start])
+            lexical = self._stripped[start:match.end()]
+            out.append(self._stripped[last:start])
             out.append(f'"{lexical}"^^<{XSD}{kind}>')
             self._edits.append((start, match.end(), len(out[-1])))
             last = match.end()
-        out.append(self.text[last:])
+        out.append(self._stripped[last:])
         return "".join(out)
 
     def _is_binary_operator(self, pos: int) -> bool:
@@ -120,10 +133,19 @@ class Source:
                 return pos
         return None
 
+    def top_level(self, pos: int) -> bool:
+        """Whether position ``pos`` is outside all brackets (where a query's dataset clauses are)."""
+        return _innermost_bracket(self.masked[:pos]) is None
+
     def where(self, pattern: str, nth: int = 0, in_parens: bool | None = None) -> str:
         """`` (line N)`` for the ``nth`` match of ``pattern``, or nothing when it is not found."""
         pos = self.find(pattern, nth, in_parens)
         return "" if pos is None else f" (line {self.line_col(pos)[0]})"
+
+
+def _blanked(text: str, start: int, end: int) -> str:
+    """``text`` with ``text[start:end]`` turned to spaces, newlines kept."""
+    return text[:start] + re.sub(r"[^\n]", " ", text[start:end]) + text[end:]
 
 
 def _innermost_bracket(text: str) -> str | None:

@@ -16,6 +16,9 @@ Choices worth knowing:
 * Triple patterns keep source order (rdflib's algebra reorders them), duplicates are dropped (a BGP
   is a set), and SELECT * lists the non-blank-node variables in order of first appearance.
 * A projected variable that no triple pattern binds is refused (it would be unbound in every row).
+* C-SPARQL (:mod:`views.streams`): the ``REGISTER`` header and the stream windows are read and
+  blanked before rdflib parses the rest; ``FROM`` clauses reach rdflib as SPARQL dataset clauses,
+  and C-SPARQL's ``timestamp(?s, ?p, ?o)`` becomes a :data:`~views.model.TIMESTAMP` call.
 """
 from __future__ import annotations
 
@@ -32,12 +35,14 @@ from rdflib.term import BNode, Identifier, Literal, URIRef, Variable
 from schemas.tables import RESERVED_COLUMNS
 
 from .errors import QuerySyntaxError, UnsupportedQuery
-from .model import (COMPARISONS, FUNCTIONS, And, Call, Compare, Const, Expr, Not, Or, Query,
+from .model import (COMPARISONS, FUNCTIONS, TIMESTAMP, And, Call, Compare, Const, Expr, Not, Or, Query,
                     TriplePattern, Unbound, Var, walk)
 from .source import Source, keyword
+from .streams import TIMESTAMP_CALL, TIMESTAMP_IRI, Clauses, strip
 from .terms import XSD, XSD_STRING, literal
 
 _RDF_NIL = URIRef("http://www.w3.org/1999/02/22-rdf-syntax-ns#nil")
+_TIMESTAMP = URIRef(TIMESTAMP_IRI)
 _REGEX_FLAGS = set("smixq")
 _AGGREGATE_RE = keyword(r"(COUNT|SUM|MIN|MAX|AVG|SAMPLE|GROUP_CONCAT)") + r"\s*\("
 _UPDATE_RE = keyword(r"(INSERT|DELETE|LOAD|CLEAR|DROP|CREATE|ADD|MOVE|COPY|WITH)")
@@ -73,15 +78,19 @@ def parse_query(text: str, source: str = "query") -> Query:
     ``source`` names the text in messages: ``q1.rq`` gives ``query q1.rq: OPTIONAL is not supported
     (line 5)``; the default gives ``query: ...``.
     """
-    return _Parser(Source(text), "query" if source == "query" else f"query {source}").query()
+    src = Source(text)
+    label = "query" if source == "query" else f"query {source}"
+    return _Parser(src, label, strip(src, label)).query()
 
 
 class _Parser:
-    """One parse: the source, the message label, and the blank-node renaming being built."""
+    """One parse: the source (C-SPARQL clauses already read and blanked), the message label, and
+    the blank-node renaming being built."""
 
-    def __init__(self, src: Source, label: str) -> None:
+    def __init__(self, src: Source, label: str, clauses: Clauses) -> None:
         self.src = src
         self.label = label
+        self.clauses = clauses
         self.select_nth = 0                 # which SELECT keyword a subquery starts at
         self.groups = 0                     # BGPs seen (a blank node may not span two)
         self.fresh_names: set[str] = set()  # variables standing for blank nodes
@@ -102,6 +111,8 @@ class _Parser:
         node = tree[1]
         self._check_form(node)
         algebra = self._translate(tree).algebra
+        streams, graphs = self.clauses.dataset([render(c.default) for c in algebra.datasetClause or []],
+                                               self.src, self.label)
         form = "ask" if node.name == "AskQuery" else "select"
         self.select_nth = 1 if form == "select" else 0
         distinct = algebra.p.name == "Distinct"
@@ -118,7 +129,9 @@ class _Parser:
         projection = () if form == "ask" else self._projection(node, variables)
         self._check_names(variables, filters)
         return Query(text=self.src.text, form=form, patterns=patterns, filters=tuple(filters),
-                     projection=projection, distinct=distinct, variables=variables)
+                     projection=projection, distinct=distinct, variables=variables, streams=streams,
+                     graphs=graphs, register_name=self.clauses.register_name,
+                     register_kind=self.clauses.register_kind)
 
     def _parse(self) -> Any:
         try:
@@ -152,13 +165,12 @@ class _Parser:
             raise QuerySyntaxError(f"{self.label}: {_one_line(str(exc))}") from None
 
     def _check_form(self, node: CompValue) -> None:
-        """Refuse query forms, datasets and solution modifiers (read from the parse tree, which
-        still says what the user wrote)."""
+        """Refuse query forms and solution modifiers (read from the parse tree, which still says
+        what the user wrote). CONSTRUCT, the form of ``REGISTER STREAM``, is to come."""
         if node.name in ("ConstructQuery", "DescribeQuery"):
             word = node.name[:-len("Query")].upper()
-            raise self.refuse(f"{word} is not supported", keyword(word))
-        if node.datasetClause:
-            raise self.refuse("FROM is not supported", keyword("FROM"))
+            later = " yet" if word == "CONSTRUCT" else ""
+            raise self.refuse(f"{word} is not supported{later}", keyword(word))
         for item in node.projection or []:
             if "expr" in item:
                 if any(n.name.startswith("Aggregate_") for n in _comp_values(item["expr"])):
@@ -247,8 +259,6 @@ class _Parser:
             return method(node, scope)
         if name in _ARITHMETIC_NODES:
             raise self.refuse("arithmetic is not supported", _ARITHMETIC_RE, in_parens=True)
-        if name == "Function":
-            raise self.refuse(f"function <{node.iri}> is not supported", r"[>\w]\s*\(")
         if name in ("Builtin_EXISTS", "Builtin_NOTEXISTS"):
             word = "NOT EXISTS" if name == "Builtin_NOTEXISTS" else "EXISTS"
             raise self.refuse(f"FILTER {word} is not supported", keyword(word.replace(" ", r"\s+")))
@@ -281,6 +291,17 @@ class _Parser:
         if node.op == "IN":
             return Or(tuple(Compare("=", left, i) for i in items)) if items else Const(_FALSE)
         return And(tuple(Compare("!=", left, i) for i in items)) if items else Const(_TRUE)
+
+    def _expr_Function(self, node: CompValue, scope: set[str]) -> Expr:
+        """C-SPARQL's ``timestamp(s, p, o)``, of a triple spelled with variables and constants; no
+        other function IRI."""
+        if node.iri != _TIMESTAMP:
+            raise self.refuse(f"function <{node.iri}> is not supported", r"[>\w]\s*\(")
+        args = node.expr or []
+        if len(args) != 3 or not all(isinstance(a, (Variable, URIRef, Literal)) for a in args):
+            raise self.refuse("timestamp() takes a triple: three variables or constants", TIMESTAMP_CALL,
+                              in_parens=True)
+        return Call(TIMESTAMP, tuple(self.expr(a, scope) for a in args))
 
     def _expr_Builtin_REGEX(self, node: CompValue, scope: set[str]) -> Expr:
         """REGEX with a constant pattern and flags: a pattern read from data could be invalid and

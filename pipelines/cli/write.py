@@ -49,12 +49,14 @@ def read_query(path: str) -> tuple[str, str]:
 
 
 def compile_file(path: str, name: str | None):
-    """The plan of a query file, named ``name`` or after the file."""
+    """The plan of a query file, named ``name``, else by its ``REGISTER QUERY name AS`` header, else
+    after the file."""
     from views.plan import compile_query, validate_name
     from views.sparql import parse_query
 
     text, stem = read_query(path)
-    return compile_query(parse_query(text, path), validate_name(name or stem))
+    query = parse_query(text, path)
+    return compile_query(query, validate_name(name or query.register_name or stem))
 
 
 def cmd_register(ctx: "Context") -> None:
@@ -112,7 +114,8 @@ def add_commands(add) -> None:
                    "2026-11-23T09:00:00Z (default: the ingest time)")
     p = add("register", cmd_register, "register a continuous SPARQL query and backfill its answers")
     p.add_argument("file", metavar="FILE.rq", help="a SPARQL SELECT or ASK query")
-    p.add_argument("--name", help="query name (letters, digits, _; default: the file name without .rq)")
+    p.add_argument("--name", help="query name (letters, digits, _; default: the name of a REGISTER QUERY "
+                   "name AS header, else the file name without .rq)")
     p.add_argument("--engine", choices=["auto", "arrow", "spark"], default="auto", help=ENGINE_HELP)
     p = add("unregister", cmd_unregister, "drop a query and the state only it uses")
     p.add_argument("name", help="a registered query")
