@@ -130,16 +130,24 @@ def session(source: SparkSource) -> "SparkSession":
     return source if _is_session(source) else source()
 
 
+def running(source: SparkSource | None) -> "SparkSession | None":
+    """The session of ``source`` if it is already running, without starting a lazy one."""
+    if source is None:
+        return None
+    if _is_session(source):
+        return source
+    return source() if isinstance(source, LazySpark) and source.started else None
+
+
 def _is_session(source: SparkSource) -> bool:
     return hasattr(source, "sparkContext")
 
 
 def master_of(source: SparkSource | None, configured: str | None = None) -> str:
-    """The master URL of ``source`` without starting a lazy one: a started session knows its own;
+    """The master URL of ``source`` without starting a lazy one: a running session knows its own;
     otherwise the configured master (:func:`resolve_master`)."""
-    if source is not None and _is_session(source):
-        return source.sparkContext.master
-    return resolve_master(configured)
+    live = running(source)
+    return live.sparkContext.master if live is not None else resolve_master(configured)
 
 
 def has_delta_jars(spark: "SparkSession") -> bool:

@@ -137,10 +137,14 @@ class Source:
         """Whether position ``pos`` is outside all brackets (where a query's dataset clauses are)."""
         return _innermost_bracket(self.masked[:pos]) is None
 
+    def at(self, pos: int) -> str:
+        """`` (line N)`` for position ``pos``, the suffix of every located message."""
+        return f" (line {self.line_col(pos)[0]})"
+
     def where(self, pattern: str, nth: int = 0, in_parens: bool | None = None) -> str:
         """`` (line N)`` for the ``nth`` match of ``pattern``, or nothing when it is not found."""
         pos = self.find(pattern, nth, in_parens)
-        return "" if pos is None else f" (line {self.line_col(pos)[0]})"
+        return "" if pos is None else self.at(pos)
 
 
 def _blanked(text: str, start: int, end: int) -> str:

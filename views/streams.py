@@ -116,7 +116,7 @@ class Clauses:
                 graphs.append(iri)
             elif iri in streams:
                 raise UnsupportedQuery(f"{label}: FROM STREAM {iri} appears twice: a stream can have only "
-                                       f"one window{_line(src, pos)}")
+                                       f"one window{src.at(pos)}")
             else:
                 streams[iri] = replace(window, stream=iri)
         return tuple(streams.values()), tuple(dict.fromkeys(graphs))
@@ -132,7 +132,7 @@ def strip(src: Source, label: str) -> Clauses:
     for clause in _FROM.finditer(src.masked):
         if not src.top_level(clause.start()):
             continue                                    # not a dataset clause: rdflib will say so
-        where = _line(src, clause.start())
+        where = src.at(clause.start())
         if clause["named"]:
             what = "FROM NAMED STREAM" if clause["stream"] else "FROM NAMED"
             raise UnsupportedQuery(f"{label}: {what} is not supported: streams and graphs are merged "
@@ -153,7 +153,7 @@ def strip(src: Source, label: str) -> Clauses:
         if first is None:
             first = (window, parser.spelled)
         else:
-            _check_alike(window, parser.spelled, *first, label, _line(src, opening))
+            _check_alike(window, parser.spelled, *first, label, src.at(opening))
         froms.append((clause.start(), window))
         spans += [(clause.start("stream"), target.start()), (bracket.start(), bracket.end())]
     src.blank(spans)
@@ -167,7 +167,7 @@ def _header(src: Source, label: str, spans: list[tuple[int, int]]) -> tuple[str 
     if opening is None:
         return None, None
     start = opening.start("register")
-    where = _line(src, start)
+    where = src.at(start)
     header = _HEADER_FULL.match(src.masked, start)
     if header is None:
         raise QuerySyntaxError(f"{label}: the header must read REGISTER QUERY name AS or REGISTER STREAM "
@@ -302,16 +302,12 @@ class _Window:
         return self._invalid(f"{self.spelled} is not a window: use {_WINDOW_FORMS}")
 
     def _invalid(self, what: str) -> QuerySyntaxError:
-        return QuerySyntaxError(f"{self.label}: {what}{_line(self.src, self.pos)}")
+        return QuerySyntaxError(f"{self.label}: {what}{self.src.at(self.pos)}")
 
     def _refuse(self, what: str) -> UnsupportedQuery:
-        return UnsupportedQuery(f"{self.label}: {what}{_line(self.src, self.pos)}")
+        return UnsupportedQuery(f"{self.label}: {what}{self.src.at(self.pos)}")
 
 
 def _spelled(src: Source, start: int, end: int) -> str:
     """``text[start:end]`` on one line, comments dropped (for messages)."""
     return " ".join(src.masked[start:end].split())
-
-
-def _line(src: Source, pos: int) -> str:
-    return f" (line {src.line_col(pos)[0]})"

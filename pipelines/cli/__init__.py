@@ -14,7 +14,7 @@ import sys
 from typing import Callable, NoReturn
 
 from . import ops, read, sql, write
-from .context import LAKE_ENV, CliError, Context
+from .context import LAKE_ENV, CliError, Context, one_line
 
 __all__ = ["CliError", "Context", "LAKE_ENV", "build_parser", "main"]
 
@@ -62,11 +62,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _one_line(exc: BaseException) -> str:
-    text = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    return text[0] if text else type(exc).__name__
-
-
 def _report(exc: Exception) -> str:
     """The error line: the message alone for user errors, prefixed with the exception's type
     otherwise (so that a bug still says what it is)."""
@@ -74,7 +69,7 @@ def _report(exc: Exception) -> str:
 
     known = (CliError, ValueError, LookupError, OSError, StorageError)
     prefix = "" if isinstance(exc, known) else f"{type(exc).__name__}: "
-    return f"lakegraph: error: {prefix}{_one_line(exc)}"
+    return f"lakegraph: error: {prefix}{one_line(exc)}"
 
 
 def main(argv: list[str] | None = None) -> int:

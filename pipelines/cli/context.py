@@ -28,6 +28,14 @@ class CliError(Exception):
     """A user error the CLI reports as one line."""
 
 
+def one_line(exc: BaseException) -> str:
+    """The first non-blank line of an error's message. A raw py4j error carries the message in its
+    Java exception (its own first line only names the py4j call)."""
+    java = getattr(exc, "java_exception", None)
+    text = (java.getMessage() if java is not None else None) or str(exc)
+    return next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+
+
 class Context:
     """The lake and the lazily started Spark session of one command.
 

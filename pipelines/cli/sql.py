@@ -12,7 +12,7 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from .context import CliError
+from .context import CliError, one_line
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .context import Context
@@ -25,14 +25,6 @@ _WRITING_NODES = re.compile(r"Insert|ExecuteImmediate")
 #: Functions that call arbitrary Java methods.
 _JAVA_CALLS = re.compile(r"'(reflect|try_reflect|java_method)\(", re.I)
 ALLOWED = "only SELECT, WITH, VALUES, TABLE, SHOW, DESCRIBE and EXPLAIN of a query run"
-
-
-def _first_line(exc: Exception) -> str:
-    """The first line of an error from Spark: PySpark's own exceptions carry the message, a raw
-    py4j error carries it in its Java exception."""
-    java = getattr(exc, "java_exception", None)
-    text = (java.getMessage() if java is not None else None) or str(exc)
-    return next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
 
 
 def _nodes(plan) -> list:
@@ -53,7 +45,7 @@ def check_read_only(spark, sql: str) -> str:
     try:
         plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(sql)
     except Exception as exc:  # a syntax error (or two statements)
-        raise CliError(f"SQL failed: {_first_line(exc)}") from None
+        raise CliError(f"SQL failed: {one_line(exc)}") from None
     command = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
     root = plan.getClass().getSimpleName()
     if root == "ExplainCommand":
@@ -94,7 +86,7 @@ def cmd_sql(ctx: "Context") -> None:
     try:
         result = spark.sql(sql).toArrow()
     except Exception as exc:  # Spark's analysis errors are long; keep their first line
-        raise CliError(f"SQL failed: {_first_line(exc)}") from None
+        raise CliError(f"SQL failed: {one_line(exc)}") from None
     fmt = ctx.args.format
     if fmt == "table":
         print(result.to_pandas().to_string(index=False) if result.num_rows else "(no rows)")

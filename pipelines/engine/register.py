@@ -14,12 +14,10 @@ from views.plan import QueryPlan, ViewDef
 
 from .. import catalog
 from ..lake import BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
-from ..spark import SparkSource, master_of, session
+from ..spark import SparkSource, master_of
 from ..storage import TableStore
-from .arrow import ArrowZSets
 from .bgp import QueryMaintainer
-from .runner import change_rows, changes_schema, choose_engine
-from .spark import SparkZSets, filter_arrow
+from .runner import change_rows, changes_schema, choose_engine, zset_engine
 from .views import triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow, view_schema
 from .zsets import ZSetEngine, binding_schema
 
@@ -46,14 +44,12 @@ def checkpoint(store: TableStore) -> BatchRecord:
     return record
 
 
-def _fill_views(store: TableStore, spark: SparkSource, engine: str, at: BatchRecord,
-                views: list[ViewDef]) -> None:
-    """Create ``views`` filled from the graph bronze holds at checkpoint ``at``."""
-    if engine == "arrow":
+def _fill_views(store: TableStore, z: ZSetEngine, at: BatchRecord, views: list[ViewDef]) -> None:
+    """Create ``views`` filled from the graph bronze holds at checkpoint ``at``, on engine ``z``."""
+    if z.name == "arrow":
         bronze = store.read_arrow(BRONZE, at.bronze_to, columns=["seq", "op", "s", "p", "o"])
         graph = triples_in_graph_arrow(bronze.filter(pc.less_equal(bronze["seq"], at.seq_to)))
-        where = lambda rows, predicate: filter_arrow(session(spark), rows, predicate)  # noqa: E731
-        rows = {view.id: view_rows_arrow(graph, view, where) for view in views}
+        rows = {view.id: view_rows_arrow(graph, view, z.where) for view in views}
     else:
         from pyspark.sql import functions as F
 
@@ -83,14 +79,10 @@ def register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str
     for name in catalog.owned_tables(plan) + [v.id for v in plan.views if v.id not in in_use]:
         store.drop(name)
     chosen = choose_engine(engine, store.row_count(BRONZE, at.bronze_to), master_of(spark, master))
+    z = zset_engine(chosen, spark, store.read_arrow, store.read)
     new_views = [v for v in plan.views if v.id not in in_use]
     if new_views:
-        _fill_views(store, spark, chosen, at, new_views)
-    z: ZSetEngine
-    if chosen == "arrow":
-        z = ArrowZSets(store.read_arrow, lambda rows, predicate: filter_arrow(session(spark), rows, predicate))
-    else:
-        z = SparkZSets(session(spark), store.read)
+        _fill_views(store, z, at, new_views)
     maintainer = QueryMaintainer(plan, z)
     result = maintainer.full()
     for name, schema in maintainer.tables().items():

@@ -14,7 +14,7 @@ A crash anywhere leaves a planned batch without a done row; the next run finishe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,14 +22,14 @@ from schemas import tables as S
 from schemas.tables import MULT
 
 from .. import catalog
-from ..spark import SparkSource, master_of, session
 from ..lake import BATCH_APP, BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
-from .bgp import GOLD, QueryMaintainer, state_tables
+from ..spark import SparkSource, master_of, session
 from ..storage import TableStore, Txn
+from .arrow import ArrowZSets
+from .bgp import GOLD, QueryMaintainer, state_tables
+from .spark import SparkZSets, filter_arrow
 from .views import compute_view_changes, probe_arrow, probe_spark
 from .zsets import ZSetEngine
-from .arrow import ArrowZSets
-from .spark import SparkZSets, filter_arrow
 
 _MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o"]
 
@@ -86,6 +86,15 @@ def choose_engine(engine: str, messages: int, master: str) -> str:
     return "arrow" if master.startswith("local") and messages <= ARROW_MAX_MESSAGES else "spark"
 
 
+def zset_engine(name: str, spark: SparkSource, read_arrow: Callable[[str], pa.Table],
+                read_spark: Callable[[str], Any]) -> ZSetEngine:
+    """The Z-set engine ``name`` reading state tables through ``read_arrow`` or ``read_spark``;
+    Spark (a lazy source stays lazy) evaluates the Arrow engine's FILTERs."""
+    if name == "arrow":
+        return ArrowZSets(read_arrow, lambda rows, predicate: filter_arrow(session(spark), rows, predicate))
+    return SparkZSets(session(spark), read_spark)
+
+
 class Runner:
     """Runs micro-batches for every registered query over one lake, on the engine ``engine`` picks
     (see :func:`choose_engine`)."""
@@ -133,10 +142,8 @@ class Runner:
 
     def _engine(self, name: str, versions: dict[str, int]) -> ZSetEngine:
         """A Z-set engine reading every state table at the version the batch started from."""
-        if name == "arrow":
-            return ArrowZSets(lambda table: self.store.read_arrow(table, versions.get(table)),
-                              lambda rows, predicate: filter_arrow(session(self._spark), rows, predicate))
-        return SparkZSets(session(self._spark), lambda table: self.store.read(table, versions.get(table)))
+        return zset_engine(name, self._spark, lambda table: self.store.read_arrow(table, versions.get(table)),
+                           lambda table: self.store.read(table, versions.get(table)))
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, max_rows: int | None = None, max_batches: int | None = None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from ..spark import has_delta_jars, running, session
 from .base import Data, StorageError, TableNotFound, TableStore, Txn
 from .delta_rs import DeltaRsStore, quote
 
@@ -20,8 +21,8 @@ def open_store(root: str, spark=None, backend: str | None = None) -> TableStore:
     """The lake at ``root`` through the chosen backend; ``spark`` a session, a lazy one, or None."""
     choice = backend or os.environ.get(BACKEND_ENV) or "auto"
     if choice == "auto":
-        running = spark is not None and (hasattr(spark, "sparkContext") or getattr(spark, "started", False))
-        choice = "delta-spark" if running and _has_delta_jars(_session(spark)) else "delta-rs"
+        live = running(spark)
+        choice = "delta-spark" if live is not None and has_delta_jars(live) else "delta-rs"
     if choice == "delta-rs":
         return DeltaRsStore(root, spark)
     if choice == "delta-spark":
@@ -29,25 +30,11 @@ def open_store(root: str, spark=None, backend: str | None = None) -> TableStore:
             raise StorageError("the delta-spark backend needs a Spark session")
         from .delta_spark import DeltaSparkStore
 
-        spark = _session(spark)
-        if not _has_delta_jars(spark):
+        spark = session(spark)
+        if not has_delta_jars(spark):
             raise StorageError("backend delta-spark chosen but the Delta Lake jars are not on Spark's classpath")
         return DeltaSparkStore(root, spark)
     raise StorageError(f"unknown storage backend {choice!r}; choose one of {', '.join(BACKENDS)} or auto")
-
-
-def _session(spark):
-    from ..spark import session
-
-    return session(spark)
-
-
-def _has_delta_jars(spark) -> bool:
-    """Whether the Delta jars are on Spark's classpath; imported only when a session is given, since
-    pipelines.spark may import pyspark, too slow for a CLI read without Spark."""
-    from ..spark import has_delta_jars
-
-    return has_delta_jars(spark)
 
 
 __all__ = ["Data", "StorageError", "TableNotFound", "TableStore", "Txn", "open_store", "quote", "BACKENDS"]

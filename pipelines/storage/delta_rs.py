@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 
+from ..spark import session
 from .base import Data, StorageError, TableNotFound, Txn
 
 _CDF_ON = {"delta.enableChangeDataFeed": "true"}
@@ -69,11 +70,7 @@ class DeltaRsStore:
     @property
     def spark(self):
         """The Spark session, started now if it was lazy (only :meth:`read` needs it)."""
-        if self._spark is None:
-            return None
-        from ..spark import session
-
-        return session(self._spark)
+        return None if self._spark is None else session(self._spark)
 
     # -- naming -----------------------------------------------------------------------------
     def path(self, name: str) -> str:
