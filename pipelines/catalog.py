@@ -8,7 +8,8 @@ import pyarrow as pa
 from schemas import tables as S
 from views.plan import QueryPlan, ViewDef
 
-from .lake import QUERIES, bag_table, changes_table, gold_table, now, pe_table
+from .lake import (QUERIES, background_table, bag_table, buffer_table, changes_table, gold_table, now, pe_table,
+                   progress_table, windows_table)
 from .storage import TableStore
 
 
@@ -52,6 +53,8 @@ def owned_tables(plan: QueryPlan) -> list[str]:
     """Every table named after the query (the ones unregistering removes)."""
     names = [gold_table(plan.name), changes_table(plan.name), bag_table(plan.name)]
     names += [pe_table(plan.name, i) for i in range(len(plan.components))]
+    names += [buffer_table(plan.name), background_table(plan.name), progress_table(plan.name),
+              windows_table(plan.name)]
     return names
 
 

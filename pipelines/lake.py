@@ -31,6 +31,9 @@ FIXED_TABLES: dict[str, pa.Schema] = {
 
 #: App id carried by every commit a micro-batch makes (version = batch number).
 BATCH_APP = "lakegraph-batch"
+#: App id of the commits that emit a window of a windowed query (version = window number): a batch
+#: may emit several windows, each its own commit of the query's tables.
+WINDOW_APP = "lakegraph-window"
 
 
 def gold_table(query: str) -> str:
@@ -47,6 +50,26 @@ def pe_table(query: str, component: int) -> str:
 
 def bag_table(query: str) -> str:
     return f"pe_{query}_bag"
+
+
+def buffer_table(query: str) -> str:
+    """A windowed query's messages that a future window still needs."""
+    return f"w_{query}_buffer"
+
+
+def background_table(query: str) -> str:
+    """A windowed query's background graphs as its last emitted window read them."""
+    return f"w_{query}_background"
+
+
+def progress_table(query: str) -> str:
+    """A windowed query's progress after each batch: event times seen, windows emitted, late messages."""
+    return f"w_{query}_progress"
+
+
+def windows_table(query: str) -> str:
+    """The window log: one row per emitted window of a windowed query."""
+    return f"w_{query}_windows"
 
 
 def init_lake(store: TableStore) -> list[str]:

@@ -21,7 +21,9 @@ COUNT = "_count"
 QUERY = "_query"
 BRONZE_FROM = "_bronze_from"
 BRONZE_TO = "_bronze_to"
-RESERVED_COLUMNS = frozenset({MULT, BATCH, SIGN, COUNT, QUERY, BRONZE_FROM, BRONZE_TO})
+WINDOW = "_window"      # the window an answer change of a windowed query belongs to
+CLOSE_MS = "_close_ms"  # that window's close, epoch milliseconds
+RESERVED_COLUMNS = frozenset({MULT, BATCH, SIGN, COUNT, QUERY, BRONZE_FROM, BRONZE_TO, WINDOW, CLOSE_MS})
 
 DEFAULT_STREAM = "urn:lakegraph:stream:default"
 
@@ -81,6 +83,57 @@ BATCHES = pa.schema([
     pa.field("versions", pa.string(), nullable=False),      # JSON {table: version} (before for planned, after for done)
     pa.field("stats", pa.string(), nullable=False),         # JSON counters
     pa.field("logged_at", UTC_TS, nullable=False),
+])
+
+
+#: A windowed query's buffer: the messages of its streams a future window still needs (``pos`` is
+#: the event time in ms, or the insert's number for a count window) and its background graphs'
+#: messages not yet read by a window. Keyed by ``seq``; ``_mult`` is 1 (a Z-set, so one MERGE both
+#: appends a batch's messages and prunes the expired ones).
+WINDOW_BUFFER = pa.schema([
+    pa.field("seq", pa.int64(), nullable=False),
+    pa.field("stream", pa.string(), nullable=False),
+    pa.field("pos", pa.int64(), nullable=False),
+    pa.field("time_ms", pa.int64(), nullable=False),
+    pa.field("op", pa.string(), nullable=False),
+    pa.field("s", pa.string(), nullable=False),
+    pa.field("p", pa.string(), nullable=False),
+    pa.field("o", pa.string(), nullable=False),
+    pa.field(MULT, pa.int64(), nullable=False),
+])
+
+#: A windowed query's background graphs as of its last window: the triples present in each graph.
+WINDOW_BACKGROUND = pa.schema([
+    pa.field("graph", pa.string(), nullable=False),
+    pa.field("s", pa.string(), nullable=False),
+    pa.field("p", pa.string(), nullable=False),
+    pa.field("o", pa.string(), nullable=False),
+    pa.field(MULT, pa.int64(), nullable=False),
+])
+
+#: A windowed query's progress, one row per batch that ran it (cumulative values).
+WINDOW_PROGRESS = pa.schema([
+    pa.field("batch", pa.int64(), nullable=False),
+    pa.field("max_time_ms", pa.int64(), nullable=True),     # latest event time on its streams
+    pa.field("min_time_ms", pa.int64(), nullable=True),     # earliest (where time windows start)
+    pa.field("inserts", pa.int64(), nullable=False),        # inserts seen (count windows)
+    pa.field("window", pa.int64(), nullable=False),         # windows emitted
+    pa.field("last_close", pa.int64(), nullable=True),      # position of the last close
+    pa.field("late", pa.int64(), nullable=False),           # late messages, in total
+    pa.field("answers", pa.int64(), nullable=False),        # answer rows of the last window
+])
+
+#: The window log: every emitted window of a windowed query, with the gold version holding its
+#: answers (its RStream) for time travel.
+WINDOW_LOG = pa.schema([
+    pa.field("window", pa.int64(), nullable=False),
+    pa.field("open", UTC_TS, nullable=False),
+    pa.field("close", UTC_TS, nullable=False),
+    pa.field("open_ms", pa.int64(), nullable=False),
+    pa.field("close_ms", pa.int64(), nullable=False),
+    pa.field("answers", pa.int64(), nullable=False),
+    pa.field("batch", pa.int64(), nullable=False),
+    pa.field("gold_version", pa.int64(), nullable=False),
 ])
 
 

@@ -83,13 +83,16 @@ def test_a_register_query_header_names_the_query(lake, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("clause", ["FROM STREAM <http://e/s> [RANGE 10s STEP 5s]", "FROM <http://e/g>"])
-def test_windows_and_background_graphs_parse_but_are_refused_for_now(lake, tmp_path, capsys, clause):
+def test_a_windowed_query_keeps_its_own_tables_and_unregistering_removes_them(lake, tmp_path, capsys, clause):
     query = tmp_path / "windowed.rq"
     query.write_text(f"REGISTER QUERY w AS\nSELECT ?s\n{clause}\nWHERE {{ ?s <http://e/p> ?o }}", encoding="utf-8")
     assert cli.main(["--lake", lake, "explain", str(query)]) == 0
     assert clause.split(" [")[0].replace("FROM ", "") in capsys.readouterr().out
     before = lake_state(lake)
-    assert cli.main(["--lake", lake, "register", str(query)]) == 1
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "not maintained yet" in err[0], err
-    assert lake_state(lake) == before
+    assert cli.main(["--lake", lake, "register", str(query)]) == 0
+    tables = set(lake_state(lake)) - set(before)
+    assert {"gold_w", "w_w_buffer", "w_w_background", "w_w_progress"} <= tables
+    assert ("w_w_windows" in tables) == ("STREAM" in clause)
+    assert len({t for t in tables if t.startswith("v_")}) == 1     # its own view, not the shared one
+    assert cli.main(["--lake", lake, "unregister", "w"]) == 0
+    assert set(lake_state(lake)) == set(before)

@@ -77,6 +77,12 @@ class QueryPlan:
     # The query's C-SPARQL windows and background graphs (empty in plans stored before them).
     streams: tuple[StreamWindow, ...] = ()
     graphs: tuple[str, ...] = ()
+    lateness_ms: int = 0                      # allowed lateness of the time and [NOW] windows
+
+    @property
+    def windowed(self) -> bool:
+        """Whether the query reads streams' windows or background graphs rather than the whole graph."""
+        return bool(self.streams or self.graphs)
 
     def to_json(self) -> str:
         """The plan as JSON (stored in the queries table)."""
@@ -105,9 +111,11 @@ def _pairs(items: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
 
 
 # -- compiling ------------------------------------------------------------------------------------
-def compile_query(query: Query, name: str) -> QueryPlan:
-    """The plan of ``query`` registered as ``name``."""
+def compile_query(query: Query, name: str, lateness_ms: int = 0) -> QueryPlan:
+    """The plan of ``query`` registered as ``name``; ``lateness_ms`` is the allowed lateness of its
+    time and ``[NOW]`` windows."""
     validate_name(name)
+    _check_dataset(query, name, lateness_ms)
     if any(isinstance(e, Call) and e.name == TIMESTAMP for f in query.filters for e in walk(f)):
         where = Source(query.text).where(TIMESTAMP_CALL, in_parens=True)
         raise UnsupportedQuery(f"query {name}: timestamp() needs a window: not supported yet{where}")
@@ -124,13 +132,36 @@ def compile_query(query: Query, name: str) -> QueryPlan:
             pushed[i].append(conjunct)
         if not owners:
             (local[homes[0]] if homes else spanning).append(conjunct)
-    views = [_view(patterns[i], pushed[i]) for i in range(len(patterns))]
+    # a windowed query's views hold its own graph (its windows and background graphs), so they are
+    # its own: their ids carry the query's name
+    scope = name if query.streams or query.graphs else None
+    views = [_view(patterns[i], pushed[i], scope) for i in range(len(patterns))]
     components = tuple(_component(part, patterns, views, local[k]) for k, part in enumerate(parts))
     return QueryPlan(
         name=name, text=query.text, form=query.form, query_class=query_class(parts),
         projection=query.projection, distinct=query.distinct,
         views=tuple({v.id: v for v, _ in views}.values()), components=components,
-        filter_sql=_sql(spanning, set(query.variables)), streams=query.streams, graphs=query.graphs)
+        filter_sql=_sql(spanning, set(query.variables)), streams=query.streams, graphs=query.graphs,
+        lateness_ms=lateness_ms)
+
+
+def _check_dataset(query: Query, name: str, lateness_ms: int) -> None:
+    """Refuse the dataset clauses the window operator cannot give a predictable meaning."""
+    src = Source(query.text)
+    both = set(w.stream for w in query.streams) & set(query.graphs)
+    if both:
+        raise UnsupportedQuery(f"query {name}: {sorted(both)[0]} is both a FROM STREAM and a FROM graph: "
+                               "name it once")
+    counted = [w for w in query.streams if w.kind == "count"]
+    if len(counted) > 1:
+        raise UnsupportedQuery(f"query {name}: count windows on {len(counted)} streams: a query may have "
+                               f"one count-windowed stream (their windows would not end together)"
+                               f"{src.where(r'(?i)TRIPLES', 1)}")
+    if lateness_ms < 0:
+        raise UnsupportedQuery(f"query {name}: the lateness must not be negative")
+    if lateness_ms and not any(w.kind in ("time", "now") for w in query.streams):
+        raise UnsupportedQuery(f"query {name}: a lateness applies to time and [NOW] windows, and this "
+                               "query has none")
 
 
 def _sql(exprs: list[Expr], columns: set[str]) -> str | None:
@@ -141,8 +172,10 @@ def _sql(exprs: list[Expr], columns: set[str]) -> str | None:
     return None if sql == TRUE else sql
 
 
-def _view(pattern: TriplePattern, exprs: list[Expr]) -> tuple[ViewDef, tuple[tuple[str, str], ...]]:
-    """The view of one pattern with its pushed filters, and how its columns bind query variables."""
+def _view(pattern: TriplePattern, exprs: list[Expr],
+          scope: str | None) -> tuple[ViewDef, tuple[tuple[str, str], ...]]:
+    """The view of one pattern with its pushed filters over the whole graph (``scope`` None) or
+    a windowed query's own graph, and how its columns bind query variables."""
     rename = {v: f"v{k}" for k, v in enumerate(pattern.variables())}
 
     def local(var: Var) -> Expr:
@@ -155,7 +188,7 @@ def _view(pattern: TriplePattern, exprs: list[Expr]) -> tuple[ViewDef, tuple[tup
         canonical += " FILTER(" + " && ".join(text for text, _ in renamed) + ")"
     columns = tuple(rename.values())
     view = ViewDef(
-        id="v_" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16],
+        id="v_" + hashlib.sha256((canonical + (f" @{scope}" if scope else "")).encode("utf-8")).hexdigest()[:16],
         canonical=canonical,
         s=None if isinstance(pattern.s, Var) else pattern.s,
         p=None if isinstance(pattern.p, Var) else pattern.p,

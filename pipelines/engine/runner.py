@@ -18,45 +18,17 @@ from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from schemas import tables as S
-from schemas.tables import MULT
 
 from .. import catalog
 from ..lake import BATCH_APP, BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
 from ..spark import SparkSource, master_of, session
 from ..storage import TableStore, Txn
 from .arrow import ArrowZSets
-from .bgp import GOLD, QueryMaintainer, state_tables
+from .bgp import state_tables
 from .spark import SparkZSets, filter_arrow
-from .views import compute_view_changes, probe_arrow, probe_spark
+from .step import change_rows, commit, compute
+from .windowed import run_windowed, window_tables
 from .zsets import ZSetEngine
-
-_MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o"]
-
-
-def changes_schema(projection: tuple[str, ...]) -> pa.Schema:
-    """Schema of a query's answer-change table."""
-    meta = [pa.field(S.QUERY, pa.string(), nullable=False), pa.field(S.BATCH, pa.int64(), nullable=False),
-            pa.field(S.BRONZE_FROM, pa.int64(), nullable=False), pa.field(S.BRONZE_TO, pa.int64(), nullable=False),
-            pa.field(S.SIGN, pa.string(), nullable=False), pa.field(S.COUNT, pa.int64(), nullable=False)]
-    return pa.schema(meta + [pa.field(v, pa.string(), nullable=False) for v in projection])
-
-
-def change_rows(query: str, record: BatchRecord, gold: pa.Table, projection: tuple[str, ...]) -> pa.Table:
-    """Signed answer changes as rows of the changes table."""
-    mult = gold[MULT]
-    n = gold.num_rows
-    columns = {
-        S.QUERY: pa.array([query] * n, pa.string()),
-        S.BATCH: pa.array([record.batch] * n, pa.int64()),
-        S.BRONZE_FROM: pa.array([record.bronze_from] * n, pa.int64()),
-        S.BRONZE_TO: pa.array([record.bronze_to] * n, pa.int64()),
-        S.SIGN: pc.if_else(pc.greater(mult, 0), "+", "-"),
-        S.COUNT: pc.abs(mult),
-    }
-    columns.update({v: gold[v] for v in projection})
-    return pa.table(columns, schema=changes_schema(projection))
-
 
 @dataclass
 class RunReport:
@@ -134,7 +106,7 @@ class Runner:
         names = [v.id for v in catalog.distinct_views(plans)]
         for plan in plans:
             names += [gold_table(plan.name), changes_table(plan.name)]
-            names += list(state_tables(plan))
+            names += list(state_tables(plan)) + list(window_tables(plan))
         return names
 
     def _versions(self, plans) -> dict[str, int]:
@@ -147,7 +119,9 @@ class Runner:
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, max_rows: int | None = None, max_batches: int | None = None,
-            on_batch: Callable[[dict], None] | None = None) -> RunReport:
+            on_batch: Callable[[dict], None] | None = None, flush: bool = False) -> RunReport:
+        """Run batches until bronze is consumed (or ``max_batches``); with ``flush`` (end of
+        stream), then one more batch that emits every window still holding data."""
         init_lake(self.store)
         report = RunReport()
         plans = [q.plan for q in catalog.registered(self.store)]
@@ -177,6 +151,16 @@ class Runner:
                 if on_batch:
                     on_batch(stats)
                 last = self.log.last_done()
+        if flush and any(p.streams for p in plans) and (max_batches is None or len(report.batches) < max_batches):
+            last = self.log.last_done()
+            record = BatchRecord(batch=last.batch + 1, status="planned", bronze_from=last.bronze_to,
+                                 bronze_to=last.bronze_to, seq_from=last.seq_to, seq_to=last.seq_to,
+                                 versions=self._versions(plans), stats={"flush": 1})
+            self.log.write(record)
+            stats = self._process(record, self._rows_of(record), plans)
+            report.batches.append(stats)
+            if on_batch:
+                on_batch(stats)
         return report
 
     def _rows_of(self, record: BatchRecord) -> pa.Table:
@@ -187,46 +171,26 @@ class Runner:
         return feed.filter(keep).sort_by("seq")
 
     def _process(self, record: BatchRecord, rows: pa.Table, plans) -> dict:
+        """Apply batch ``record`` (its bronze ``rows``): one engine step for the queries over the
+        whole graph, the windows of each windowed query, then the done record."""
         versions = record.versions
         txn = Txn(BATCH_APP, record.batch)
         engine = choose_engine(self.engine, rows.num_rows, self.master)
-        z = self._engine(engine, versions)
-        messages = rows.select(_MESSAGE_COLUMNS)
-        views = catalog.distinct_views(plans)
-        if engine == "arrow":
-            probed = probe_arrow(messages, views, lambda v: z.read(v.id), z.where)
-        else:
-            probed = probe_spark(z.from_arrow(messages), views, lambda v: z.read(v.id))
-        changes = compute_view_changes(probed, views)
-        delta_frames = {v: z.from_arrow(t) for v, t in changes.deltas.items() if t.num_rows}
-        maintainers = {plan.name: QueryMaintainer(plan, z) for plan in plans}
-        outputs, schemas = {}, {}
-        for name, maintainer in maintainers.items():
-            for key, frame in maintainer.outputs(delta_frames).items():
-                outputs[(name, key)] = frame
-            for key, schema in maintainer.schemas().items():
-                schemas[(name, key)] = schema
-        results = z.collect(outputs, schemas)
-        # commits, in a fixed order; each skipped if this batch already committed it
-        for view in views:
-            if changes.deltas[view.id].num_rows:
-                self.store.merge_counts(view.id, changes.deltas[view.id], view.columns, MULT, txn)
-        answer_changes = 0
+        whole = [p for p in plans if not p.windowed]
+        step = compute(self._engine(engine, versions), rows.select(["seq", "op", "s", "p", "o"]), whole)
+        commit(self.store, step, whole, txn, lambda plan, gold: change_rows(plan, record, gold))
+        stats = {"batch": record.batch, "messages": rows.num_rows, "noops": step.noops,
+                 "view_changes": sum(t.num_rows for t in step.view_deltas.values()),
+                 "answer_changes": step.answer_changes(), "bronze_from": record.bronze_from,
+                 "bronze_to": record.bronze_to, "engine": engine, "windows": 0, "late": 0}
+        read_spark = lambda table: self.store.read(table, versions.get(table))   # noqa: E731
         for plan in plans:
-            for name, schema in maintainers[plan.name].tables().items():
-                table = results[(plan.name, name)]
-                if table.num_rows:
-                    keys = [f.name for f in schema if f.name != MULT]
-                    self.store.merge_counts(name, table, keys, MULT, txn)
-            gold = results[(plan.name, GOLD)]
-            if gold.num_rows:
-                self.store.merge_counts(gold_table(plan.name), gold, list(plan.projection), MULT, txn)
-                self.store.append(changes_table(plan.name), change_rows(plan.name, record, gold, plan.projection), txn)
-                answer_changes += int(pc.sum(pc.abs(gold[MULT])).as_py())
-        stats = {"batch": record.batch, "messages": rows.num_rows, "noops": len(changes.noop_seqs),
-                 "view_changes": sum(t.num_rows for t in changes.deltas.values()),
-                 "answer_changes": answer_changes, "bronze_from": record.bronze_from,
-                 "bronze_to": record.bronze_to, "engine": engine}
+            if plan.windowed:
+                done = run_windowed(self.store, plan, rows, record,
+                                    lambda arrow, spark: zset_engine(engine, self._spark, arrow, spark),
+                                    read_spark, flush=bool(record.stats.get("flush")))
+                for key in ("windows", "late", "answer_changes"):
+                    stats[key] += done[key]
         done = BatchRecord(batch=record.batch, status="done", bronze_from=record.bronze_from,
                            bronze_to=record.bronze_to, seq_from=record.seq_from, seq_to=record.seq_to,
                            versions=self._versions(plans), stats=stats)

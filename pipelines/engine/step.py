@@ -1,0 +1,127 @@
+"""One application of update messages to a set of queries: view changes, delta rules, commits.
+
+A micro-batch is one such step for the queries over the whole graph; a windowed query takes one per
+window it emits, fed by the window operator's messages (:mod:`pipelines.engine.windows`). Both
+compute everything from the state tables as the engine ``z`` reads them, then commit in a fixed
+order, each commit carrying the step's app transaction so a re-run skips what already happened.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas import tables as S
+from schemas.tables import MULT
+from views.plan import QueryPlan, ViewDef
+
+from .. import catalog
+from ..lake import BatchRecord, changes_table, gold_table
+from ..storage import TableStore, Txn
+from .bgp import GOLD, QueryMaintainer
+from .views import compute_view_changes, probe_arrow, probe_spark
+from .zsets import ZSetEngine
+
+#: The window an answer change belongs to: (window number, close in epoch ms).
+WindowTag = tuple[int, int]
+
+
+def changes_schema(plan: QueryPlan) -> pa.Schema:
+    """Schema of a query's answer-change table; a query with stream windows tags each change with
+    its window."""
+    meta = [pa.field(S.QUERY, pa.string(), nullable=False), pa.field(S.BATCH, pa.int64(), nullable=False),
+            pa.field(S.BRONZE_FROM, pa.int64(), nullable=False), pa.field(S.BRONZE_TO, pa.int64(), nullable=False)]
+    if plan.streams:
+        meta += [pa.field(S.WINDOW, pa.int64(), nullable=False), pa.field(S.CLOSE_MS, pa.int64(), nullable=False)]
+    meta += [pa.field(S.SIGN, pa.string(), nullable=False), pa.field(S.COUNT, pa.int64(), nullable=False)]
+    return pa.schema(meta + [pa.field(v, pa.string(), nullable=False) for v in plan.projection])
+
+
+def change_rows(plan: QueryPlan, record: BatchRecord, gold: pa.Table, window: WindowTag | None = None) -> pa.Table:
+    """Signed answer changes as rows of the changes table."""
+    mult = gold[MULT]
+    n = gold.num_rows
+
+    def repeat(value: int | str, kind: pa.DataType) -> pa.Array:
+        return pa.repeat(pa.scalar(value, kind), n)
+
+    columns = {S.QUERY: repeat(plan.name, pa.string()), S.BATCH: repeat(record.batch, pa.int64()),
+               S.BRONZE_FROM: repeat(record.bronze_from, pa.int64()), S.BRONZE_TO: repeat(record.bronze_to, pa.int64())}
+    if window is not None:
+        columns[S.WINDOW] = repeat(window[0], pa.int64())
+        columns[S.CLOSE_MS] = repeat(window[1], pa.int64())
+    columns[S.SIGN] = pc.if_else(pc.greater(mult, 0), "+", "-")
+    columns[S.COUNT] = pc.abs(mult)
+    columns.update({v: gold[v] for v in plan.projection})
+    return pa.table(columns, schema=changes_schema(plan))
+
+
+@dataclass
+class Step:
+    """What a step changes, as Arrow tables ready to commit."""
+
+    views: list[ViewDef]
+    view_deltas: dict[str, pa.Table]
+    noops: int
+    state: dict[str, dict[str, pa.Table]]       # per query: its partial-embedding and bag changes
+    gold: dict[str, pa.Table]                   # per query: its answer change
+
+    def answer_changes(self) -> int:
+        return sum(int(pc.sum(pc.abs(g[MULT])).as_py() or 0) for g in self.gold.values())
+
+    def changed(self) -> dict[str, tuple[pa.Table, list[str]]]:
+        """Every non-empty table change with its key columns (views, owned state, gold)."""
+        out = {v.id: (self.view_deltas[v.id], list(v.columns)) for v in self.views
+               if self.view_deltas[v.id].num_rows}
+        for name, tables in self.state.items():
+            out.update({t: (rows, [c for c in rows.column_names if c != MULT])
+                        for t, rows in tables.items() if rows.num_rows})
+        for name, rows in self.gold.items():
+            if rows.num_rows:
+                out[gold_table(name)] = (rows, [c for c in rows.column_names if c != MULT])
+        return out
+
+
+def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan]) -> Step:
+    """Apply ``messages`` (``seq``, ``op``, ``s``, ``p``, ``o``) to the views of ``plans`` and run
+    their delta rules on engine ``z``; nothing is written."""
+    if not plans:
+        return Step([], {}, 0, {}, {})
+    views = catalog.distinct_views(plans)
+    if z.name == "arrow":
+        probed = probe_arrow(messages, views, lambda v: z.read(v.id), z.where)
+    else:
+        probed = probe_spark(z.from_arrow(messages), views, lambda v: z.read(v.id))
+    changes = compute_view_changes(probed, views)
+    delta_frames = {v: z.from_arrow(t) for v, t in changes.deltas.items() if t.num_rows}
+    maintainers = [QueryMaintainer(plan, z) for plan in plans]
+    outputs, schemas = {}, {}
+    for m in maintainers:
+        outputs.update({(m.plan.name, key): frame for key, frame in m.outputs(delta_frames).items()})
+        schemas.update({(m.plan.name, key): schema for key, schema in m.schemas().items()})
+    results = z.collect(outputs, schemas)
+    state = {m.plan.name: {t: results[(m.plan.name, t)] for t in m.tables()} for m in maintainers}
+    gold = {m.plan.name: results[(m.plan.name, GOLD)] for m in maintainers}
+    return Step(views, changes.deltas, len(changes.noop_seqs), state, gold)
+
+
+def commit(store: TableStore, step: Step, plans: list[QueryPlan], txn: Txn,
+           change_rows_of: Callable[[QueryPlan, pa.Table], pa.Table]) -> int:
+    """Write a step, in a fixed order (views, then per query its state, gold and changes), each
+    commit skipped if ``txn`` already made it; returns how many gold tables were written."""
+    for view in step.views:
+        if step.view_deltas[view.id].num_rows:
+            store.merge_counts(view.id, step.view_deltas[view.id], view.columns, MULT, txn)
+    written = 0
+    for plan in plans:
+        for name, table in step.state[plan.name].items():
+            if table.num_rows:
+                store.merge_counts(name, table, [c for c in table.column_names if c != MULT], MULT, txn)
+        gold = step.gold[plan.name]
+        if gold.num_rows:
+            store.merge_counts(gold_table(plan.name), gold, list(plan.projection), MULT, txn)
+            store.append(changes_table(plan.name), change_rows_of(plan, gold), txn)
+            written += 1
+    return written

@@ -1,0 +1,124 @@
+"""A windowed query's part of a batch: the window operator, then one engine step per window.
+
+The window operator (:mod:`pipelines.engine.windows`) turns the batch's messages into the windows
+to emit, each as messages that move the query's graph from the previous window to this one. Each
+window is one step of the ordinary engine (:mod:`pipelines.engine.step`) committed with the app
+transaction (:data:`~pipelines.lake.WINDOW_APP`, window number), so a batch may emit several windows
+and a re-run skips the ones already written. Later windows of a batch read the state tables as the
+batch started plus the earlier windows' changes (an overlay held in memory), so every window is
+computed from the versions the batch log recorded, as a batch is. Then the window log, the buffer,
+the background graphs and the progress row are written with the batch's transaction.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas import tables as S
+from schemas.tables import MULT
+from views.plan import QueryPlan
+from views.windows import Clock, bare
+
+from ..lake import (BATCH_APP, WINDOW_APP, BatchRecord, background_table, buffer_table, gold_table,
+                    progress_table, windows_table)
+from ..spark import SparkSource
+from ..storage import TableStore, Txn
+from .step import change_rows, commit, compute
+from .windows import Progress, WindowStep, window_step
+from .zsets import ZSetEngine
+
+#: Columns of the bronze rows the window operator reads.
+MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o", "stream", "event_time"]
+
+
+def window_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
+    """The window state tables of a windowed query (none for a query over the whole graph)."""
+    if not plan.windowed:
+        return {}
+    tables = {buffer_table(plan.name): S.WINDOW_BUFFER, background_table(plan.name): S.WINDOW_BACKGROUND,
+              progress_table(plan.name): S.WINDOW_PROGRESS}
+    if plan.streams:
+        tables[windows_table(plan.name)] = S.WINDOW_LOG
+    return tables
+
+
+def timed_messages(rows: pa.Table) -> pa.Table:
+    """Bronze rows as the window operator reads them: event time in epoch milliseconds."""
+    micros = pc.cast(rows["event_time"], pa.int64())
+    ms = pc.divide(pc.subtract(micros, pc.if_else(pc.less(micros, 0), 999, 0)), 1000)   # floor
+    return rows.select(MESSAGE_COLUMNS[:-1]).append_column("time_ms", ms)
+
+
+class _Overlay:
+    """State tables as the batch started plus the changes of the windows computed so far."""
+
+    def __init__(self, base: Callable[[str], pa.Table]) -> None:
+        self.base = base
+        self.tables: dict[str, pa.Table] = {}
+
+    def read(self, name: str) -> pa.Table:
+        return self.tables[name] if name in self.tables else self.base(name)
+
+    def add(self, name: str, delta: pa.Table, keys: list[str]) -> None:
+        before = self.read(name)
+        rows = pa.concat_tables([before.select(delta.column_names).cast(delta.schema), delta])
+        summed = rows.group_by(keys, use_threads=False).aggregate([(MULT, "sum")])
+        summed = summed.rename_columns([*keys, MULT]) if keys else summed.rename_columns([MULT])
+        self.tables[name] = summed.filter(pc.not_equal(summed[MULT], 0)).select(delta.column_names)
+
+
+def _ms_time(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc)
+
+
+def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: BatchRecord,
+                 engine: Callable[[Callable[[str], pa.Table], Callable[[str], object]], ZSetEngine],
+                 read_spark: Callable[[str], object], flush: bool = False) -> dict:
+    """Run batch ``record`` (bronze ``rows``) for windowed query ``plan``: emit its windows and
+    advance its state. ``engine(read_arrow, read_spark)`` builds the batch's Z-set engine over
+    given readers; ``read_spark`` reads a table at the batch's start. Returns counters."""
+    versions = record.versions
+    base = lambda name: store.read_arrow(name, versions.get(name))   # noqa: E731
+    progress = Progress.last(base(progress_table(plan.name)))
+    step: WindowStep = window_step(Clock.of(plan.streams, plan.lateness_ms), [bare(g) for g in plan.graphs], progress,
+                                   base(buffer_table(plan.name)), lambda: base(background_table(plan.name)),
+                                   timed_messages(rows), record.batch, flush)
+    overlay = _Overlay(base)
+    answers, gold_version = progress.answers, versions.get(gold_table(plan.name), 0)
+    log, answer_changes = [], 0
+    for emission in step.emissions:
+        def spark_read(name: str) -> object:
+            return z.from_arrow(overlay.tables[name]) if name in overlay.tables else read_spark(name)
+        z = engine(overlay.read, spark_read)
+        result = compute(z, emission.messages, [plan])
+        if emission.number is None:
+            txn, tag = Txn(BATCH_APP, record.batch), None
+        else:
+            txn, tag = Txn(WINDOW_APP, emission.number), (emission.number, emission.close_ms)
+        gold_version += commit(store, result, [plan], txn, lambda p, g: change_rows(p, record, g, tag))
+        for name, (delta, keys) in result.changed().items():
+            overlay.add(name, delta, keys)
+        changes = result.gold[plan.name]
+        answers += int(pc.sum(changes[MULT]).as_py() or 0)
+        answer_changes += result.answer_changes()
+        if emission.number is not None:
+            log.append({"window": emission.number, "open": _ms_time(emission.open_ms),
+                        "close": _ms_time(emission.close_ms), "open_ms": emission.open_ms,
+                        "close_ms": emission.close_ms, "answers": answers, "batch": record.batch,
+                        "gold_version": gold_version})
+    if log:
+        store.append(windows_table(plan.name), pa.Table.from_pylist(log, schema=S.WINDOW_LOG),
+                     Txn(WINDOW_APP, log[-1]["window"]))
+    txn = Txn(BATCH_APP, record.batch)
+    if step.buffer.num_rows:
+        store.merge_counts(buffer_table(plan.name), step.buffer, ["seq"], MULT, txn)
+    if step.background.num_rows:
+        store.merge_counts(background_table(plan.name), step.background, ["graph", "s", "p", "o"], MULT, txn)
+    after = replace(step.progress, answers=answers)
+    if replace(after, batch=progress.batch) != progress:      # a batch that did nothing writes nothing
+        store.append(progress_table(plan.name), after.table(), txn)
+    return {"windows": len(log), "late": step.late, "answer_changes": answer_changes}

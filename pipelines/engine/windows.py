@@ -1,0 +1,257 @@
+"""The window operator: a windowed query's graph as one more source of Z-set changes.
+
+A windowed query (``FROM STREAM`` windows, ``FROM`` background graphs) sees, at each window, the
+set union of every stream's window content and every background graph. Between two windows the
+only triples whose presence in that graph can change are those with a message entering or leaving
+a stream's extent (:meth:`views.windows.Clock.slide`), plus, at the first window of a batch, those
+the batch's background messages touch. For each such triple the operator decides its presence in
+the new window and emits one message, insert or delete; the view maintenance and delta rules of the
+whole-graph engine then give the answer changes, which are the window's IStream and DStream. So a
+slide costs what enters and leaves, never the window (SPECTRA's incremental eviction).
+
+A triple is in a stream's window when its last message there (by position, then ``seq``) is an
+insert; count windows hold inserts only. The operator is pure Arrow over three state tables read at
+the batch's start (:data:`schemas.tables.WINDOW_BUFFER`, ``WINDOW_BACKGROUND``,
+``WINDOW_PROGRESS``), so a re-run after a crash computes the very same windows.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from functools import cache
+from typing import Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas import tables as S
+from schemas.tables import MULT
+from views.windows import Clock
+
+TRIPLE = ["s", "p", "o"]
+#: The shape of the messages the operator emits (what view maintenance reads).
+MESSAGES = pa.schema([("seq", pa.int64()), ("op", pa.string()), ("s", pa.string()), ("p", pa.string()),
+                      ("o", pa.string())])
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A windowed query's progress after a batch (one row of its progress table)."""
+
+    batch: int = 0
+    max_time_ms: int | None = None
+    min_time_ms: int | None = None
+    inserts: int = 0
+    window: int = 0
+    last_close: int | None = None
+    late: int = 0
+    answers: int = 0
+
+    @classmethod
+    def last(cls, table: pa.Table) -> "Progress":
+        """The latest row of a progress table (the start for a query that never ran)."""
+        if table.num_rows == 0:
+            return cls()
+        row = max(table.select(S.WINDOW_PROGRESS.names).to_pylist(), key=lambda r: r["batch"])
+        return cls(**row)
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_pylist([asdict(self)], schema=S.WINDOW_PROGRESS)
+
+
+@dataclass(frozen=True)
+class Emission:
+    """One window to emit: its number (None for a query with background graphs only, which follows
+    every batch), its bounds in epoch ms, and the messages that turn the previous window's graph
+    into this one's."""
+
+    number: int | None
+    open_ms: int | None
+    close_ms: int | None
+    messages: pa.Table
+
+
+@dataclass(frozen=True)
+class WindowStep:
+    """What a batch does to a windowed query: the windows it emits, in order, and the signed
+    changes of its buffer and background tables."""
+
+    emissions: list[Emission]
+    buffer: pa.Table
+    background: pa.Table
+    progress: Progress
+    late: int
+
+
+def _concat(tables: Sequence[pa.Table]) -> pa.Table:
+    """Tables of one shape whose fields may differ in nullability (Arrow's kernels drop it)."""
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
+def _on(messages: pa.Table, iris: Sequence[str]) -> pa.Table:
+    if not iris:
+        return messages.slice(0, 0)
+    return messages.filter(pc.is_in(messages["stream"], pa.array(list(iris), pa.string())))
+
+
+def _buffer_rows(messages: pa.Table, pos: pa.Array | np.ndarray) -> pa.Table:
+    n = messages.num_rows
+    return pa.table({"seq": messages["seq"], "stream": messages["stream"], "pos": pa.array(pos, pa.int64()),
+                     "time_ms": messages["time_ms"], "op": messages["op"], "s": messages["s"],
+                     "p": messages["p"], "o": messages["o"], MULT: pa.repeat(pa.scalar(1, pa.int64()), n)},
+                    schema=S.WINDOW_BUFFER)
+
+
+def _distinct(table: pa.Table, keys: Sequence[str]) -> pa.Table:
+    return table.select(list(keys)).group_by(list(keys), use_threads=False).aggregate([])
+
+
+def _last_op(rows: pa.Table, keys: Sequence[str], order: Sequence[str]) -> pa.Table:
+    """Per ``keys``, the op of the last row in ``order``."""
+    ordered = rows.sort_by([(c, "ascending") for c in order])
+    last = ordered.group_by(list(keys), use_threads=False).aggregate([("op", "last")])
+    return last.rename_columns([*keys, "op"])
+
+
+def _apply_background(stored: pa.Table, pending: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """The background graphs after ``pending`` messages (last message per graph and triple by
+    ``seq`` decides), and the signed change of the background table."""
+    stored = stored.select(["graph", *TRIPLE])
+    last = _last_op(pending.rename_columns(["graph" if c == "stream" else c for c in pending.column_names]),
+                    ["graph", *TRIPLE], ["seq"])
+    marked = stored.append_column("_was", pa.repeat(True, stored.num_rows))
+    joined = last.join(marked, keys=["graph", *TRIPLE], join_type="left outer")
+    was = pc.fill_null(joined["_was"], False)
+    is_insert = pc.equal(joined["op"], "insert")
+    mult = pc.subtract(pc.cast(is_insert, pa.int64()), pc.cast(was, pa.int64()))
+    delta = joined.select(["graph", *TRIPLE]).append_column(MULT, mult)
+    delta = delta.filter(pc.not_equal(delta[MULT], 0)).cast(S.WINDOW_BACKGROUND)
+    gone = delta.filter(pc.less(delta[MULT], 0)).select(["graph", *TRIPLE])
+    after = _concat([stored.join(gone, keys=["graph", *TRIPLE], join_type="left anti").select(["graph", *TRIPLE]),
+                     delta.filter(pc.greater(delta[MULT], 0)).select(["graph", *TRIPLE])])
+    return after, delta
+
+
+class _Positions:
+    """One stream's buffered messages sorted by position, for range lookups."""
+
+    def __init__(self, rows: pa.Table) -> None:
+        self.rows = rows.sort_by([("pos", "ascending"), ("seq", "ascending")])
+        self.pos = self.rows["pos"].to_numpy()
+
+    def between(self, lo: int, hi: int) -> pa.Table:
+        i, j = np.searchsorted(self.pos, [lo, hi], side="left")
+        return self.rows.slice(int(i), int(j - i))
+
+
+def _messages(candidates: pa.Table, in_window: list[pa.Table], background: Callable[[], pa.Table]) -> pa.Table:
+    """One message per candidate triple: insert when the triple is in the new window's graph (in
+    some stream's extent, its last message there an insert; or in a background graph), else delete."""
+    if candidates.num_rows == 0:
+        return MESSAGES.empty_table()
+    rows = _concat(in_window).join(candidates, keys=TRIPLE, join_type="left semi")
+    last = _last_op(rows, ["stream", *TRIPLE], ["pos", "seq"])
+    present = [last.filter(pc.equal(last["op"], "insert")).select(TRIPLE),
+               background().select(TRIPLE).join(candidates, keys=TRIPLE, join_type="left semi")]
+    present = _distinct(_concat(present), TRIPLE)
+    marked = candidates.join(present.append_column("_in", pa.repeat(True, present.num_rows)),
+                             keys=TRIPLE, join_type="left outer")
+    op = pc.if_else(pc.fill_null(marked["_in"], False), "insert", "delete")
+    seq = pa.array(np.arange(marked.num_rows, dtype=np.int64))
+    return pa.table([seq, op, marked["s"], marked["p"], marked["o"]], schema=MESSAGES)
+
+
+def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, buffer: pa.Table,
+                background: Callable[[], pa.Table], messages: pa.Table, batch: int,
+                flush: bool = False) -> WindowStep:
+    """The windows batch ``batch`` emits for one query and its state changes.
+
+    ``messages`` are the batch's bronze rows (``seq``, ``time_ms``, ``op``, ``s``, ``p``, ``o``,
+    ``stream``) in ``seq`` order; ``buffer``, ``background`` (read only when a background message
+    is to be applied) and ``progress`` the query's state at the batch's start; ``clock`` None for a
+    query with background graphs only.
+    """
+    streams = clock.streams if clock else ()
+    background = cache(background) if graphs else (lambda: S.WINDOW_BACKGROUND.empty_table())
+    on_streams, on_graphs = _on(messages, streams), _on(messages, graphs)
+    late = 0
+    inserts = progress.inserts
+    if clock is not None and clock.kind == "count":
+        on_streams = on_streams.filter(pc.equal(on_streams["op"], "insert"))    # deletes do not apply
+        pos = np.arange(inserts + 1, inserts + 1 + on_streams.num_rows, dtype=np.int64)
+        inserts += on_streams.num_rows
+    else:
+        below = clock.late_below(progress.max_time_ms, progress.last_close) if clock else None
+        if below is not None and on_streams.num_rows:
+            keep = pc.greater_equal(on_streams["time_ms"], below)
+            late = on_streams.num_rows - pc.sum(keep).as_py()
+            on_streams = on_streams.filter(keep)
+        pos = on_streams["time_ms"]
+    new = _concat([_buffer_rows(on_streams, pos), _buffer_rows(on_graphs, on_graphs["seq"])])
+    rows = _concat([buffer.select(S.WINDOW_BUFFER.names).cast(S.WINDOW_BUFFER), new])
+    max_time, min_time = progress.max_time_ms, progress.min_time_ms
+    if on_streams.num_rows:
+        bounds = pc.min_max(on_streams["time_ms"]).as_py()
+        max_time = bounds["max"] if max_time is None else max(max_time, bounds["max"])
+        min_time = bounds["min"] if min_time is None else min(min_time, bounds["min"])
+
+    by_stream = {s: _Positions(rows.filter(pc.equal(rows["stream"], s))) for s in streams}
+    pending = _on(rows, graphs)
+    closes: list[int] = []
+    if clock is not None:
+        limit = clock.limit(max_time, inserts, flush)
+        times = np.unique(np.concatenate([p.pos for p in by_stream.values()])) if clock.kind == "now" else ()
+        closes = [] if limit is None else clock.closes(progress.last_close, min_time, limit, times)
+    elif pending.num_rows:
+        closes = [0]                    # a query over background graphs alone follows every batch
+
+    bg_now, bg_delta = None, S.WINDOW_BACKGROUND.empty_table()
+    emissions = []
+    previous = progress.last_close
+    for k, close in enumerate(closes):
+        changed = []
+        if clock is not None:
+            changed = [by_stream[s].between(lo, hi) for s, spans in clock.slide(previous, close).items()
+                       for lo, hi in spans]
+        if k == 0 and pending.num_rows:
+            bg_now, bg_delta = _apply_background(background(), pending)
+            changed.append(pending)
+        candidates = _distinct(_concat([c.select(TRIPLE) for c in changed]),
+                               TRIPLE) if changed \
+            else pa.schema([(c, pa.string()) for c in TRIPLE]).empty_table()
+        in_window = [by_stream[s].between(lo, hi) for s, (lo, hi) in clock.extents(close).items()] if clock \
+            else []
+        in_window.append(S.WINDOW_BUFFER.empty_table())
+        msgs = _messages(candidates, in_window, (lambda: bg_now) if bg_now is not None else background)
+        if clock is None:
+            emissions.append(Emission(None, None, None, msgs))
+            continue
+        emissions.append(Emission(progress.window + k + 1, *_bounds(clock, close, in_window), msgs))
+        previous = close
+
+    last_close = closes[-1] if clock is not None and closes else progress.last_close
+    kept = []
+    for s, positions in by_stream.items():
+        lo = clock.extents(last_close)[s][0] if last_close is not None else None
+        kept.append(positions.rows if lo is None else positions.between(lo, np.iinfo(np.int64).max))
+    if not closes:
+        kept.append(pending)            # background messages wait for the next window
+    kept_seqs = pa.chunked_array([chunk for k in kept for chunk in k["seq"].chunks], pa.int64())
+    old = buffer.select(S.WINDOW_BUFFER.names).cast(S.WINDOW_BUFFER)
+    pruned = old.filter(pc.invert(pc.is_in(old["seq"], kept_seqs)))
+    pruned = pruned.set_column(pruned.schema.get_field_index(MULT), MULT,
+                               pa.repeat(pa.scalar(-1, pa.int64()), pruned.num_rows))
+    added = new.filter(pc.is_in(new["seq"], kept_seqs))
+    new_progress = replace(progress, batch=batch, max_time_ms=max_time, min_time_ms=min_time, inserts=inserts,
+                           window=progress.window + (len(closes) if clock is not None else 0),
+                           last_close=last_close, late=progress.late + late)
+    return WindowStep(emissions, _concat([pruned, added]).cast(S.WINDOW_BUFFER), bg_delta, new_progress, late)
+
+
+def _bounds(clock: Clock, close: int, in_window: list[pa.Table]) -> tuple[int, int]:
+    """A window's open and close in epoch ms: its extent for time and ``[NOW]`` windows; the event
+    times of its first insert and of its last insert + 1 ms (in stream order) for a count window."""
+    if clock.kind != "count":
+        return close - clock.longest, close
+    times = in_window[0]["time_ms"]         # the one count-windowed stream, in position order
+    return times[0].as_py(), times[-1].as_py() + 1
