@@ -13,7 +13,7 @@ from schemas import tables as S
 from schemas.terms import parse_term, term_to_sparql_json
 
 from . import catalog
-from .lake import BatchLog, changes_table, gold_table
+from .lake import BatchLog, changes_table, gold_table, progress_table, windows_table
 from .storage import StorageError, TableStore
 
 FORMATS = ("tsv", "csv", "json")
@@ -51,15 +51,53 @@ def gold_version(store: TableStore, name: str, batch: int | None = None, when: d
     return store.version(table)
 
 
-def answers(store: TableStore, name: str, batch: int | None = None, when: datetime | None = None) -> pa.Table:
-    """The query's answers as a bag: variable columns and ``_mult``."""
+def windows(store: TableStore, name: str) -> list[dict]:
+    """The emitted windows of a query with stream windows, in order (the window log's rows)."""
+    query = catalog.lookup(store, name)
+    if not query.plan.streams:
+        raise AnswerError(f"query {name!r} has no stream windows (FROM STREAM)")
+    return sorted(S.rows(store.read_arrow(windows_table(name))), key=lambda r: r["window"])
+
+
+def late_messages(store: TableStore, name: str) -> int:
+    """How many messages came too late for the query's windows."""
+    progress = store.read_arrow(progress_table(name), columns=["batch", "late"]).to_pylist()
+    return max(progress, key=lambda r: r["batch"])["late"] if progress else 0
+
+
+def window_row(store: TableStore, name: str, window: int | None = None, close_ms: int | None = None) -> dict:
+    """The log row of window number ``window``, of the window closing at ``close_ms``, or of the
+    latest emitted window."""
+    rows = windows(store, name)
+    if window is not None:
+        found = [r for r in rows if r["window"] == window]
+        what = f"window {window}"
+    elif close_ms is not None:
+        found = [r for r in rows if r["close_ms"] == close_ms]
+        what = f"a window closing at {close_ms} ms"
+    else:
+        found, what = rows[-1:], "a window"
+    if not found:
+        last = f"the last is window {rows[-1]['window']}, closing at {rows[-1]['close_ms']} ms" if rows else "none yet"
+        raise AnswerError(f"query {name!r} has not emitted {what} ({last}; see lakegraph windows {name})")
+    return found[0]
+
+
+def answers(store: TableStore, name: str, batch: int | None = None, when: datetime | None = None,
+            window: int | None = None, close_ms: int | None = None) -> pa.Table:
+    """The query's answers as a bag: variable columns and ``_mult``; for a windowed query, those
+    of a window (its RStream) when ``window`` or ``close_ms`` names one."""
+    if window is not None or close_ms is not None:
+        return store.read_arrow(gold_table(name), window_row(store, name, window, close_ms)["gold_version"])
     return store.read_arrow(gold_table(name), gold_version(store, name, batch, when))
 
 
 def changes(store: TableStore, name: str, since_batch: int | None = None) -> pa.Table:
     """The query's answer changes (after ``since_batch`` when given), in batch order."""
     catalog.lookup(store, name)
-    table = store.read_arrow(changes_table(name)).sort_by([(S.BATCH, "ascending"), (S.SIGN, "ascending")])
+    table = store.read_arrow(changes_table(name))
+    order = [S.BATCH] + ([S.WINDOW] if S.WINDOW in table.column_names else []) + [S.SIGN]
+    table = table.sort_by([(c, "ascending") for c in order])
     if since_batch is not None:  # sliced, not filtered: a Python value in pc.greater imports pandas
         table = table.slice(bisect_right(table[S.BATCH].to_pylist(), since_batch))
     return table
@@ -102,10 +140,11 @@ def format_answers(table: pa.Table, variables: tuple[str, ...], fmt: str, ask: b
 
 
 def format_changes(table: pa.Table, variables: tuple[str, ...], fmt: str) -> str:
-    """Answer changes: batch, bronze versions, sign, count and the binding."""
+    """Answer changes: batch, bronze versions, (window and its close,) sign, count and the binding."""
     if fmt not in FORMATS:
         raise AnswerError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    meta = [S.BATCH, S.BRONZE_FROM, S.BRONZE_TO, S.SIGN, S.COUNT]
+    meta = [S.BATCH, S.BRONZE_FROM, S.BRONZE_TO] + [m for m in (S.WINDOW, S.CLOSE_MS) if m in table.column_names]
+    meta += [S.SIGN, S.COUNT]
     names = [m.lstrip("_") for m in meta]
     rows = table.to_pylist()
     if fmt == "json":
@@ -120,3 +159,25 @@ def format_changes(table: pa.Table, variables: tuple[str, ...], fmt: str) -> str
     writer.writerow(names + list(variables))
     writer.writerows([[r[m] for m in meta] + [_csv_value(r[v]) for v in variables] for r in rows])
     return out.getvalue().rstrip("\r\n")
+
+
+def format_windows(name: str, rows: list[dict], late: int, fmt: str) -> str:
+    """The window log: number, open and close (ISO and epoch ms), answer rows; then the late count."""
+    if fmt not in FORMATS:
+        raise AnswerError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    names = ["window", "open", "close", "open_ms", "close_ms", "answers"]
+
+    def iso(when: datetime) -> str:
+        return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+    records = [{**{n: r[n] for n in names}, "open": iso(r["open"]), "close": iso(r["close"])} for r in rows]
+    if fmt == "json":
+        return json.dumps({"query": name, "late": late, "windows": records}, indent=1)
+    if fmt == "tsv":
+        lines = ["\t".join(names)] + ["\t".join(str(r[n]) for n in names) for r in records]
+        return "\n".join(lines + [f"late messages: {late}"])
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(names)
+    writer.writerows([[r[n] for n in names] for r in records])
+    return out.getvalue() + f"late messages: {late}"

@@ -66,6 +66,31 @@ _KINDS = {"time": "time", "count": "count", "now": "NOW"}       # for messages
 _WINDOW_FORMS = "[RANGE 10s STEP 5s], [RANGE 10s TUMBLING], [RANGE TRIPLES 10 STEP 5], [TRIPLES 10] or [NOW]"
 
 
+_DURATION = re.compile(rf"\s*{_NUM}\s*(?P<unit>ms|s|m|h|d)\s*", re.I)
+
+
+def _iso_value(iso: re.Match[str]) -> Decimal:
+    """The milliseconds an ISO 8601 duration match spells (no months or years: checked by callers)."""
+    return sum((Decimal(iso[unit]) * ms for unit, ms in _ISO_MS.items() if iso[unit]), Decimal(0))
+
+
+def parse_duration(text: str) -> int:
+    """Whole milliseconds of a duration written as in a window (``2s``, ``500ms``, ``PT2S``) or ``0``;
+    ValueError with a readable message otherwise (for options such as ``--lateness``)."""
+    if text.strip() == "0":
+        return 0
+    plain, iso = _DURATION.fullmatch(text), _ISO.fullmatch(text.strip())
+    if plain:
+        value = Decimal(plain[1]) * _UNITS_MS[plain["unit"].lower()]
+    elif iso and any(iso.groupdict().values()) and not (iso["years"] or iso["months"]):
+        value = _iso_value(iso)
+    else:
+        raise ValueError(f"{text!r} is not a duration ({_UNIT_HINT})")
+    if value != value.to_integral_value():
+        raise ValueError(f"{text!r} is not a whole number of milliseconds")
+    return int(value)
+
+
 @dataclass(frozen=True)
 class StreamWindow:
     """One ``FROM STREAM`` clause: the stream's IRI (canonical ``<iri>``) and its window.
@@ -296,7 +321,7 @@ class _Window:
             raise self._invalid(f"{what} {token} is not a duration ({_UNIT_HINT})")
         if iso["years"] or iso["months"]:
             raise self._refuse(f"{what} {token} counts months or years, which have no fixed length")
-        return sum((Decimal(iso[unit]) * ms for unit, ms in _ISO_MS.items() if iso[unit]), Decimal(0))
+        return _iso_value(iso)
 
     def _not_a_window(self) -> QuerySyntaxError:
         return self._invalid(f"{self.spelled} is not a window: use {_WINDOW_FORMS}")

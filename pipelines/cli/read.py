@@ -1,4 +1,4 @@
-"""The read commands: ``status``, ``queries``, ``explain``, ``answers``, ``changes``.
+"""The read commands: ``status``, ``queries``, ``explain``, ``answers``, ``changes``, ``windows``.
 
 They answer from the Delta tables' files and logs alone: no Spark, and nothing imported that the
 command does not use (no pandas, rdflib or pyspark), so each prints in a fraction of a second.
@@ -37,7 +37,16 @@ def cmd_status(ctx: "Context") -> None:
         print("last ingest: none")
     done = BatchLog(store).last_done()
     print(f"last batch: {done.batch} (bronze v{done.bronze_to}, seq {done.seq_to})" if done else "last batch: none")
-    print(f"queries: {', '.join(q.plan.name for q in catalog.registered(store)) or 'none'}")
+    queries = catalog.registered(store)
+    print(f"queries: {', '.join(q.plan.name for q in queries) or 'none'}")
+    for q in queries:
+        if q.plan.streams:
+            from ..answers import late_messages, windows
+
+            emitted = windows(store, q.plan.name)
+            last = f", the last closing at {emitted[-1]['close']:%Y-%m-%d %H:%M:%S}Z" if emitted else ""
+            print(f"  {q.plan.name}: {len(emitted)} window(s) emitted{last}; "
+                  f"{late_messages(store, q.plan.name)} late message(s)")
 
 
 def cmd_queries(ctx: "Context") -> None:
@@ -66,14 +75,24 @@ def cmd_explain(ctx: "Context") -> None:
     print(explain(plan))
 
 
-def _when(text: str | None) -> datetime | None:
+def _when(text: str | None, option: str = "--as-of") -> datetime | None:
     if text is None:
         return None
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError as exc:
-        raise CliError(f"--as-of expects an ISO-8601 time like 2026-11-23T09:00:00Z, got {text!r}") from exc
+        raise CliError(f"{option} expects an ISO-8601 time like 2026-11-23T09:00:00Z, got {text!r}") from exc
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def _close_ms(text: str | None) -> int | None:
+    """``--close``: epoch milliseconds, or an ISO-8601 time."""
+    if text is None:
+        return None
+    if text.strip().lstrip("-").isdigit():
+        return int(text)
+    when = _when(text, "--close")
+    return round(when.timestamp() * 1000)
 
 
 def cmd_answers(ctx: "Context") -> None:
@@ -83,8 +102,16 @@ def cmd_answers(ctx: "Context") -> None:
     when = _when(ctx.args.as_of)
     store = ctx.require_lake()
     plan = catalog.lookup(store, ctx.args.name).plan
-    table = answers(store, plan.name, ctx.args.as_of_batch, when)
+    table = answers(store, plan.name, ctx.args.as_of_batch, when, ctx.args.window, _close_ms(ctx.args.close))
     print(format_answers(table, plan.projection, ctx.args.format, ask=plan.form == "ask"))
+
+
+def cmd_windows(ctx: "Context") -> None:
+    from ..answers import format_windows, late_messages, windows
+
+    store = ctx.require_lake()
+    rows = windows(store, ctx.args.name)
+    print(format_windows(ctx.args.name, rows, late_messages(store, ctx.args.name), ctx.args.format))
 
 
 def cmd_changes(ctx: "Context") -> None:
@@ -109,8 +136,16 @@ def add_commands(add) -> None:
     when.add_argument("--as-of-batch", type=int, metavar="B", help="the answers after batch B")
     when.add_argument("--as-of", metavar="TIME", help="the answers current at an ISO-8601 time, e.g. "
                       "2026-11-23T09:00:00Z (Delta time travel)")
+    when.add_argument("--window", type=int, metavar="N", help="a windowed query's answers in its window "
+                      "number N (its RStream; see lakegraph windows)")
+    when.add_argument("--close", metavar="TIME", help="a windowed query's answers in the window closing at "
+                      "TIME (ISO-8601 or epoch milliseconds)")
     p.add_argument("--format", choices=FORMATS, default="tsv", help="result format (default tsv)")
     p = add("changes", cmd_changes, "a query's answer changes, batch by batch (+ added, - removed)")
     p.add_argument("name", help="a registered query")
     p.add_argument("--since-batch", type=int, metavar="B", help="only the changes of batches after B")
+    p.add_argument("--format", choices=FORMATS, default="tsv", help="output format (default tsv)")
+    p = add("windows", cmd_windows, "a windowed query's emitted windows (number, open, close, answer rows) "
+            "and its late message count")
+    p.add_argument("name", help="a registered query with FROM STREAM windows")
     p.add_argument("--format", choices=FORMATS, default="tsv", help="output format (default tsv)")

@@ -48,25 +48,31 @@ def read_query(path: str) -> tuple[str, str]:
         return handle.read(), os.path.splitext(os.path.basename(path))[0]
 
 
-def compile_file(path: str, name: str | None):
+def compile_file(path: str, name: str | None, lateness: str | None = None):
     """The plan of a query file, named ``name``, else by its ``REGISTER QUERY name AS`` header, else
-    after the file."""
+    after the file; ``lateness`` is the allowed lateness of its windows (a duration, e.g. ``2s``)."""
     from views.plan import compile_query, validate_name
     from views.sparql import parse_query
+    from views.streams import parse_duration
 
+    try:
+        lateness_ms = parse_duration(lateness) if lateness is not None else 0
+    except ValueError as exc:
+        raise CliError(f"--lateness: {exc}") from None
     text, stem = read_query(path)
     query = parse_query(text, path)
-    return compile_query(query, validate_name(name or query.register_name or stem))
+    return compile_query(query, validate_name(name or query.register_name or stem), lateness_ms)
 
 
 def cmd_register(ctx: "Context") -> None:
     from ..engine.register import register
 
-    plan = compile_file(ctx.args.file, ctx.args.name)
+    plan = compile_file(ctx.args.file, ctx.args.name, ctx.args.lateness)
     store = ctx.require_lake()
     result = register(store, ctx.spark, plan, ctx.args.engine, ctx.args.master)
     print(f"registered {plan.name} ({plan.query_class}) at batch {result['batch']}: "
-          f"{result['views']} view(s), {result['new_views']} new; {result['answers']} answer(s) from the backfill")
+          f"{result['views']} view(s), {result['new_views']} new; {result['answers']} answer(s) from the backfill"
+          + (f"; {result['windows']} window(s) emitted" if plan.streams else ""))
 
 
 def cmd_unregister(ctx: "Context") -> None:
@@ -90,12 +96,14 @@ def cmd_run(ctx: "Context") -> None:
     def on_batch(stats: dict) -> None:
         totals["messages"] += stats["messages"]
         totals["answer changes"] += stats["answer_changes"]
-        progress.step(f"batch {stats['batch']}: {stats['messages']} messages, "
+        windows = f", {stats['windows']} window(s)" if stats.get("windows") else ""
+        late = f", {stats['late']} late" if stats.get("late") else ""
+        progress.step(f"batch {stats['batch']}: {stats['messages']} messages{windows}{late}, "
                       f"{stats['answer_changes']} answer changes ({stats['engine']} engine)", **totals)
 
     try:
         report = Runner(store, ctx.spark, ctx.args.engine, ctx.args.master).run(
-            ctx.args.max_rows, ctx.args.max_batches, on_batch=on_batch)
+            ctx.args.max_rows, ctx.args.max_batches, on_batch=on_batch, flush=ctx.args.flush)
     finally:
         progress.close()
     print(report.summary())
@@ -113,14 +121,19 @@ def add_commands(add) -> None:
     p.add_argument("--time", metavar="ISO", help="the event time of messages whose format carries none, e.g. "
                    "2026-11-23T09:00:00Z (default: the ingest time)")
     p = add("register", cmd_register, "register a continuous SPARQL query and backfill its answers")
-    p.add_argument("file", metavar="FILE.rq", help="a SPARQL SELECT or ASK query")
+    p.add_argument("file", metavar="FILE.rq", help="a SPARQL SELECT or ASK query, or a C-SPARQL REGISTER "
+                   "QUERY with FROM STREAM windows and FROM background graphs")
     p.add_argument("--name", help="query name (letters, digits, _; default: the name of a REGISTER QUERY "
                    "name AS header, else the file name without .rq)")
     p.add_argument("--engine", choices=["auto", "arrow", "spark"], default="auto", help=ENGINE_HELP)
+    p.add_argument("--lateness", metavar="DURATION", help="how late an event may arrive for the query's time "
+                   "and [NOW] windows, e.g. 2s or PT2S (default 0; docs/windows.md)")
     p = add("unregister", cmd_unregister, "drop a query and the state only it uses")
     p.add_argument("name", help="a registered query")
     p = add("run", cmd_run, "run micro-batches until bronze is consumed")
     p.add_argument("--max-rows", type=int, metavar="N", help="cap on bronze rows per batch (events are not split)")
     p.add_argument("--max-batches", type=int, metavar="N", help="stop after this many batches")
     p.add_argument("--engine", choices=["auto", "arrow", "spark"], default="auto", help=ENGINE_HELP)
+    p.add_argument("--flush", action="store_true", help="end of stream: then emit every window that holds "
+                   "data, whatever the watermark (docs/windows.md)")
 

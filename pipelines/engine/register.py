@@ -80,10 +80,10 @@ def register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str
         store.drop(name)
     chosen = choose_engine(engine, store.row_count(BRONZE, at.bronze_to), master_of(spark, master))
     if plan.windowed:
-        answers = _replay_windows(store, spark, plan, at, chosen)
+        progress = _replay_windows(store, spark, plan, at, chosen)
         catalog.add(store, plan, at.batch)
         return {"batch": at.batch, "views": len(plan.views), "new_views": len(plan.views), "engine": chosen,
-                "answers": answers}
+                "answers": progress.answers, "windows": progress.window}
     z = zset_engine(chosen, spark, store.read_arrow, store.read)
     new_views = [v for v in plan.views if v.id not in in_use]
     if new_views:
@@ -102,10 +102,11 @@ def register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str
             "answers": int(pc.sum(result.gold["_mult"]).as_py() or 0)}
 
 
-def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: BatchRecord, engine: str) -> int:
+def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: BatchRecord,
+                    engine: str) -> Progress:
     """A windowed query starts empty and replays bronze up to checkpoint ``at`` as one batch: the
     windows that history closes are emitted (with no message late: lateness is judged between
-    batches), the others wait for the next run. Returns the answer rows of its last window."""
+    batches), the others wait for the next run. Returns the query's progress after it."""
     tables = {v.id: view_schema(v) for v in plan.views}
     tables.update(state_tables(plan))
     tables.update({gold_table(plan.name): binding_schema(plan.projection),
@@ -120,7 +121,7 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
                          versions={name: store.version(name) for name in tables})
     run_windowed(store, plan, rows, replay, lambda arrow, read: zset_engine(engine, spark, arrow, read),
                  lambda name: store.read(name, replay.versions.get(name)))
-    return Progress.last(store.read_arrow(progress_table(plan.name))).answers
+    return Progress.last(store.read_arrow(progress_table(plan.name)))
 
 
 def unregister(store: TableStore, name: str) -> list[str]:
