@@ -1,5 +1,5 @@
 """Exactly once: a crash between any two commits of a batch, then a re-run, leaves every table as an
-uninterrupted run does (no lost and no doubled delta)."""
+uninterrupted run does (no lost and no doubled delta), windows emitted by the batch included."""
 from __future__ import annotations
 
 import shutil
@@ -19,6 +19,9 @@ from .streams import PREFIXES, Stream
 QUERIES = {
     "chain": "SELECT ?x ?z WHERE { ?x ex:knows ?y . ?y ex:knows ?z }",
     "gated": "SELECT DISTINCT ?x ?t WHERE { ?x ex:type ?t . ?x ex:likes ?y . ex:a ex:knows ex:b }",
+    # a windowed query: a batch emits several windows, each its own commits
+    "windowed": "SELECT ?x ?z FROM STREAM <urn:lakegraph:stream:default> [RANGE 20s STEP 10s] "
+                "WHERE { ?x ex:knows ?y . ?y ex:likes ?z }",
 }
 
 
@@ -98,5 +101,8 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
             continue
         assert snapshot(trial) == expected
         break
-    # two batches, each: plan row, views, partial embeddings, bag, gold, changes, done row
-    assert crashes >= 10
+    # two batches, each: plan row, views, partial embeddings, bag, gold, changes, and for the
+    # windowed query per window its views, gold and changes, then window log, buffer, progress; done row
+    assert crashes >= 30
+    windows = DeltaRsStore(str(reference)).read_arrow("w_windowed_windows")
+    assert windows.num_rows >= 6 and len(set(windows["batch"].to_pylist())) >= 2
