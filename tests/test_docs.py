@@ -126,7 +126,10 @@ def lakegraph(command: str, variables: dict[str, str]) -> str:
 
 DEMO_STEPS = [["init"], ["ingest", "examples/landing/01_initial.nt"],
               *[["register", f"examples/queries/{q}.rq"] for q in ("classmates", "db_students", "teaching")],
-              ["ingest", "examples/landing"], ["run"]]
+              ["ingest", "examples/landing"], ["run"],
+              ["ingest", "examples/windows/building.ttl", "--stream", "http://example.org/building"],
+              ["register", "examples/windows/together.rq", "--lateness", "2s"],
+              ["ingest", "examples/windows/badges-1.jsonl", "examples/windows/badges-2.jsonl"], ["run", "--flush"]]
 
 
 @pytest.fixture()
@@ -141,7 +144,8 @@ def workdir(tmp_path, monkeypatch, spark):  # noqa: ARG001 - the shared session,
 def build_demo_lake(workdir: Path) -> None:
     """``./lake`` as ``bash scripts/demo.sh`` leaves it (the script's steps, in its order)."""
     demo = (ROOT / "scripts" / "demo.sh").read_text(encoding="utf-8")
-    assert "for q in examples/queries/*.rq; do lg register" in demo and "lg run" in demo, \
+    assert "for q in examples/queries/*.rq; do lg register" in demo and "lg run" in demo and \
+        "lg register examples/windows/together.rq --lateness 2s" in demo, \
         "scripts/demo.sh changed: update DEMO_STEPS"
     with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
         for argv in DEMO_STEPS:
@@ -204,6 +208,7 @@ def test_inline_commands_name_real_options(doc, span):
 
 
 def test_readme_using_it_runs_as_written(workdir, monkeypatch):
+    build_demo_lake(workdir)        # the README's window example reads the demo's lake
     outputs = dict(run_doc("README.md", monkeypatch))
     assert "registered teaching (var-connected) at batch 0" in outputs[
         "lakegraph register examples/queries/teaching.rq --name teaching"]
