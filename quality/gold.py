@@ -6,7 +6,8 @@ Two kinds of checks, both real GX expectations run on Spark DataFrames:
   delete), every projected variable is bound, and each binding appears once (the MERGE key);
 * consistency: the answer changes summed up to the last completed batch equal the answers at that
   batch, and, through time travel, the answers after each batch equal the answers before it plus
-  that batch's changes. Each is a *difference* frame, one row per binding whose counts disagree,
+  that batch's changes; for a windowed query, the answers of each window equal the previous
+  window's plus that window's changes (RStream k = RStream k-1 + IStream k - DStream k). Each is a *difference* frame, one row per binding whose counts disagree,
   expected to have no rows; a failure's observed value is how many bindings disagree.
 
 The step check reads one gold version per batch, so it covers only the batches whose versions time
@@ -24,11 +25,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from pipelines import catalog
-from pipelines.answers import gold_version
+from pipelines.answers import gold_version, windows
 from pipelines.lake import BatchLog, changes_table, gold_table, now
 from pipelines.ops.maintain import TIME_TRAVEL_HORIZON_HOURS
 from pipelines.storage import TableStore
-from schemas.tables import BATCH, COUNT, MULT, SIGN
+from schemas.tables import BATCH, COUNT, MULT, SIGN, WINDOW
 
 from . import gx as gxp
 from .gx import ExpectationSuite, expectations
@@ -66,6 +67,12 @@ def _no_rows_suite(name: str, description: str) -> ExpectationSuite:
 def sum_suite() -> ExpectationSuite:
     return _no_rows_suite(f"{CONSISTENCY_SUITE}_sum",
                           "answer changes summed over all batches equal the answers (differing bindings)")
+
+
+@lru_cache(maxsize=1)
+def window_suite() -> ExpectationSuite:
+    return _no_rows_suite(f"{CONSISTENCY_SUITE}_windows", "the answers of each window equal the previous "
+                          "window's plus its changes (differing bindings)")
 
 
 @lru_cache(maxsize=1)
@@ -124,6 +131,36 @@ def step_difference(store: TableStore, name: str, projection: tuple[str, ...], s
     return _differences(parts, [BATCH] + keys)
 
 
+def window_difference(store: TableStore, name: str, projection: tuple[str, ...], windows: list[dict],
+                      versions: dict[int, int]) -> DataFrame:
+    """``(_window, binding)`` rows where the answers of a window (its RStream, the gold version the
+    window log names) differ from the previous window's plus the window's changes (IStream minus
+    DStream). ``versions`` maps every logged window to its gold version."""
+    table, keys = gold_table(name), list(projection)
+    numbers = [w["window"] for w in windows]
+    changes = store.read(changes_table(name))
+    parts = [changes.where(F.col(WINDOW).isin(numbers)).select(F.col(WINDOW), *keys, (-_signed()).alias(MULT))]
+    for k in numbers:
+        before, after = versions.get(k - 1), versions[k]
+        if before == after:
+            continue
+        parts.append(store.read(table, after).select(F.lit(k).alias(WINDOW), *keys, MULT))
+        if before is not None:
+            parts.append(store.read(table, before).select(F.lit(k).alias(WINDOW), *keys, (-F.col(MULT)).alias(MULT)))
+    return _differences(parts, [WINDOW] + keys)
+
+
+def _window_outcomes(store: TableStore, name: str, projection: tuple[str, ...], steps: list[int]) -> list[Outcome]:
+    """The window check over the windows emitted by the batches ``steps`` (those time travel keeps)."""
+    table = gold_table(name)
+    logged = windows(store, name)
+    checked = [w for w in logged if w["batch"] in set(steps)]
+    frame = window_difference(store, name, projection, checked, {w["window"]: w["gold_version"] for w in logged})
+    covered = f"windows {checked[0]['window']}..{checked[-1]['window']}" if checked else "no window in range"
+    return [replace(o, observed=f"{o.observed} ({covered})")
+            for o in check(window_suite(), frame, CONSISTENCY_SUITE, table)]
+
+
 def _step_outcomes(store: TableStore, name: str, projection: tuple[str, ...], registered: int,
                    since: datetime | None) -> list[Outcome]:
     """The step check, its observed value naming the batches covered. A gold version that can no
@@ -138,8 +175,11 @@ def _step_outcomes(store: TableStore, name: str, projection: tuple[str, ...], re
         reason = str(exc).strip().splitlines()[0]
         return [Outcome(CONSISTENCY_SUITE, table, expectation, False, f"error: {reason}")]
     covered = f"batches {steps[0]}..{steps[-1]}" if steps else "no batch in range"
-    return [replace(o, observed=f"{o.observed} ({covered})")
-            for o in check(step_suite(), frame, CONSISTENCY_SUITE, table)]
+    found = [replace(o, observed=f"{o.observed} ({covered})")
+             for o in check(step_suite(), frame, CONSISTENCY_SUITE, table)]
+    if catalog.lookup(store, name).plan.streams:
+        found += _window_outcomes(store, name, projection, steps)
+    return found
 
 
 def check_query(store: TableStore, name: str, since: datetime | None = None) -> list[Outcome]:

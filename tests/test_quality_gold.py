@@ -20,6 +20,8 @@ from .lakes import build_lake, ops_context
 QUERIES = {
     "pairs": "SELECT ?x ?z WHERE { ?x ex:knows ?y . ?y ex:knows ?z }",
     "gate": "ASK { ?x ex:type ex:Person . ?x ex:knows ?y }",
+    "windowed": "SELECT ?x ?z FROM STREAM <urn:lakegraph:stream:default> [RANGE 20s STEP 10s] "
+                "WHERE { ?x ex:knows ?y . ?y ex:knows ?z }",
 }
 
 
@@ -36,7 +38,9 @@ def test_a_healthy_lake_passes_every_suite_and_keeps_the_outcomes(lake, spark):
     report = validate(lake.store, spark)
     assert report.success, report.text()
     tables = {o.table for o in report.outcomes}
-    assert tables == {"bronze", "gold_pairs", "gold_gate"}
+    assert tables == {"bronze", "gold_pairs", "gold_gate", "gold_windowed"}
+    windows = [o for o in report.outcomes if "each window" in o.expectation]
+    assert [o.table for o in windows] == ["gold_windowed"] and windows[0].observed.startswith("0 (windows 1..")
     steps = [o for o in report.outcomes if o.expectation.startswith("expect_table_row_count") and "each batch" in
              o.expectation and o.table == "gold_pairs"]
     assert steps[0].observed == "0 (batches 0..3)"
@@ -49,7 +53,8 @@ def test_one_table_only_and_an_unknown_table(lake, spark):
     without_spark = open_store(lake.store.root, backend="delta-rs")   # as ingest opens it
     report = validate(without_spark, spark, table="gold_pairs")
     assert {o.table for o in report.outcomes} == {"gold_pairs"} and report.success
-    with pytest.raises(ValueError, match="cannot validate 'gold_nope': choose one of bronze, gold_gate, gold_pairs"):
+    with pytest.raises(ValueError, match="cannot validate 'gold_nope': choose one of bronze, gold_gate, gold_pairs, "
+                                         "gold_windowed"):
         validate(lake.store, spark, table="gold_nope")
 
 
@@ -86,6 +91,22 @@ def test_a_change_without_an_answer_fails_the_consistency_checks(lake, spark, tm
     store.append(changes_table("pairs"), pa.Table.from_pylist([row], schema=store.schema(changes_table("pairs"))))
     failed = validate(store, spark, table="gold_pairs").failures()
     assert [(o.suite, o.observed) for o in failed] == [("gold_changes", "1"), ("gold_changes", "1 (batches 0..3)")]
+
+
+def test_a_change_filed_under_the_wrong_window_fails_only_the_window_check(lake, spark, tmp_path):
+    """Moving a DStream row to the next window of the same batch keeps every batch's sum right; only
+    RStream k = RStream k-1 + IStream k - DStream k catches it."""
+    store = lake.copy(tmp_path / "lake")
+    changes = store.read_arrow(changes_table("windowed")).to_pylist()
+    batches = {}
+    for row in changes:
+        batches.setdefault(row["_batch"], set()).add(row["_window"])
+    row = next(r for r in changes if max(batches[r["_batch"]]) > r["_window"])
+    row["_window"] += 1
+    store.delete(changes_table("windowed"))
+    store.append(changes_table("windowed"), pa.Table.from_pylist(changes, schema=store.schema(changes_table("windowed"))))
+    failed = validate(store, spark, table="gold_windowed").failures()
+    assert [(o.suite, "each window" in o.expectation) for o in failed] == [("gold_changes", True)]
 
 
 def test_after_a_forced_vacuum_the_gate_still_checks_its_own_batches(lake, spark, tmp_path):
