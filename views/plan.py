@@ -219,6 +219,14 @@ def explain(plan: QueryPlan) -> str:
     if plan.streams or plan.graphs:
         lines.append("windows:")
         lines += [f"  {w.describe()}" for w in plan.streams] + [f"  FROM {g}" for g in plan.graphs]
+        if plan.lateness_ms:
+            lines.append(f"  allowed lateness: {plan.lateness_ms}ms")
+        if plan.streams:
+            lines += ["  a slide: each triple with a message entering or leaving a stream's extent (at a batch's",
+                      "    first window also each triple its background messages touch) becomes one insert or",
+                      "    delete for the views below: the cost follows those messages, not the window"]
+        else:
+            lines.append("  no stream: the background graphs' messages feed the views below every batch")
     lines.append(f"connected-variable decomposition: {len(plan.components)} subquer"
                  f"{'y' if len(plan.components) == 1 else 'ies'}")
     for k, comp in enumerate(plan.components):
@@ -235,6 +243,9 @@ def explain(plan: QueryPlan) -> str:
         lines.append(f"  projected bag: pe_{plan.name}_bag ({'DISTINCT' if plan.distinct else 'ASK'}: "
                      "answers are the bindings with positive count)")
     lines.append(f"  gold: gold_{plan.name} (answers), gold_{plan.name}_changes (answer changes per batch)")
+    if plan.windowed:
+        lines.append(f"  window state: w_{plan.name}_buffer (messages future windows need), w_{plan.name}_background, "
+                     f"w_{plan.name}_progress" + (f"; window log: w_{plan.name}_windows" if plan.streams else ""))
     if len(plan.components) > 1:
         lines.append("answers: " + " × ".join(f"C{k}" for k in range(len(plan.components)))
                      + "; Δ(C0 × ... × Cn) = Σ_i C0' × ... × ΔCi × ... × Cn (' = after the batch)")
