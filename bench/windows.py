@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -111,7 +112,8 @@ class Stream:
 
     def windows(self, range_ms: int, step_ms: int) -> list[Window]:
         """The windows lakegraph must emit (lateness 0, flushed at the end): closes at the multiples
-        of STEP from the first after the first event up to the last whose extent still holds an event."""
+        of STEP from the first after the first event up to the last whose extent [close - RANGE,
+        close) still holds the last event."""
         first = (self.times_ms[0] // step_ms + 1) * step_ms
         last = (self.times_ms[-1] + range_ms) // step_ms * step_ms
         return [Window(k + 1, close - range_ms, close) for k, close in enumerate(range(first, last + 1, step_ms))]
@@ -273,7 +275,8 @@ def run_oxigraph(stream: Stream, queries: list[BenchQuery], windows: list[Window
 
 
 def spread(items: list, count: int) -> list:
-    """``count`` items evenly spaced over ``items`` (first and last included), in order."""
+    """``count`` items evenly spaced over ``items``, in order (the first and the last among them
+    when ``count`` > 1)."""
     if count >= len(items):
         return list(items)
     if count <= 0:
@@ -388,24 +391,29 @@ def _reevaluation_record(kind: str, range_s: int, stream: Stream, run: Reevaluat
 
 def measure_window(settings: Settings, stream: Stream, queries: list[BenchQuery], range_s: int,
                    spark: LazySpark, work: Path, records: Records, log: Callable[[str], None]) -> None:
-    """Run the three systems over ``[RANGE range_s STEP step_s]`` windows, check them, record them."""
+    """Run the three systems over ``[RANGE range_s STEP step_s]`` windows, check them, record them
+    (each system's record with the 1-minute load average after it: other processes competing for
+    the cores show there)."""
     plans = [windowed_plan(q, range_s, settings.step_s) for q in queries]
     windows = stream.windows(range_s * 1000, settings.step_s * 1000)
     lake = work / f"lake-{range_s}s"
     run = run_lakegraph(stream, plans, lake, spark)
+    measured = [{**_lakegraph_record(range_s, stream, run, len(windows)), "load_1m": os.getloadavg()[0]}]
     log(f"{range_s}s: lakegraph {run.ingest_s + run.run_s:.1f}s for {len(windows)} windows x {len(plans)} queries")
     oxigraph = run_oxigraph(stream, queries, windows)
-    log(f"{range_s}s: pyoxigraph {oxigraph.read_s + oxigraph.build_s + sum(oxigraph.query_s.values()):.1f}s")
-    sparked = run_spark(spark, stream, queries, windows, settings.spark_windows) if settings.spark_windows \
-        else Reevaluation()
-    log(f"{range_s}s: Spark SQL {sparked.build_s + sum(sparked.query_s.values()):.1f}s "
-        f"for {len(sparked.evaluated)} sampled windows")
+    measured.append({**_reevaluation_record("oxigraph", range_s, stream, oxigraph, len(windows)),
+                     "load_1m": os.getloadavg()[0]})
+    log(f"{range_s}s: pyoxigraph {measured[-1]['seconds']:.1f}s")
+    sparked = Reevaluation()
+    if settings.spark_windows:
+        sparked = run_spark(spark, stream, queries, windows, settings.spark_windows)
+        measured.append({**_reevaluation_record("spark", range_s, stream, sparked, len(windows)),
+                         "load_1m": os.getloadavg()[0]})
+        log(f"{range_s}s: Spark SQL {measured[-1]['seconds']:.1f}s estimated from {len(sparked.evaluated)} windows")
     store = open_store(str(lake), spark, backend="delta-rs")
     checked = check(store, plans, run, windows, oxigraph, sparked, settings.check_windows, f"{range_s}s windows")
-    records.add(_lakegraph_record(range_s, stream, run, len(windows)))
-    records.add(_reevaluation_record("oxigraph", range_s, stream, oxigraph, len(windows)))
-    if sparked.evaluated:
-        records.add(_reevaluation_record("spark", range_s, stream, sparked, len(windows)))
+    for record in measured:
+        records.add(record)
     records.add({"kind": "check", "window_s": range_s, **checked})
     for row in run.state:
         records.add({"kind": "state", "window_s": range_s, **row})

@@ -42,10 +42,15 @@ def _query_seconds(record: dict, query: str) -> float:
 
 
 def _machine(records: list[dict]) -> str:
+    """The machine, and how busy it was: a load above the core count means other processes competed."""
     m = _one(records, "machine")
     versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items())
+    loads = [r["load_1m"] for r in records if "load_1m" in r]
+    busy = (f" 1-minute load average after each measurement: {min(loads):.1f} to {max(loads):.1f} on {m['cores']} "
+            "cores" + (" (other processes were competing for the CPU: figures are pessimistic)."
+                       if max(loads) > m["cores"] else ".")) if loads else ""
     return (f"Machine: {m['cores']} cores ({m['cpu']}), {(m['memory_bytes'] or 0) / 2**30:.0f} GiB, {m['platform']}; "
-            f"Python {m['python']}, {m['java']}; {versions}; Spark master {m['spark_master']}.")
+            f"Python {m['python']}, {m['java']}; {versions}; Spark master {m['spark_master']}.{busy}")
 
 
 def _setting(config: dict) -> str:
@@ -97,7 +102,7 @@ def _costs(records: list[dict]) -> list[str]:
                      f"{lake[w]['commits'] / n:.1f}", f"{1000 * lake[w]['ingest_s'] / lake[w]['batches']:.0f}",
                      f"{1000 * (ox[w]['seconds'] - ox[w]['read_s']) / n:.1f}",
                      f"{1e6 * ox[w]['build_s'] / windows[w]['content_triples']:.2f}"])
-    return _table(["window", "windows", "lakegraph run ms per window per query", "Delta commits per window",
+    return _table(["window", "windows", "lakegraph run ms per window per query", "Delta commits per window (all queries)",
                    "lakegraph ingest ms per batch", "pyoxigraph ms per window (build + 7 queries)",
                    "pyoxigraph µs per triple loaded"], rows)
 
@@ -143,6 +148,14 @@ def _checks(records: list[dict]) -> list[str]:
                    "bags equal (lakegraph RStream and Spark SQL vs pyoxigraph)"], rows)
 
 
+def _spark_note(config: dict) -> str:
+    if not config["spark_windows"]:
+        return "Spark SQL: not run (`--spark-windows 0`)."
+    return (f"Spark SQL: {config['spark_windows']} windows per size timed after a warm-up window (one DataFrame "
+            "of the window's triples, each query's BGP as SQL self-joins) and the mean extrapolated to every "
+            "window, plus reading the landing files once.")
+
+
 def markdown(records: list[dict]) -> str:
     config = _one(records, "config")
     elapsed = _one(records, "elapsed")["seconds"]
@@ -153,17 +166,15 @@ def markdown(records: list[dict]) -> str:
              *_throughput(records), "",
              "lakegraph: ingest + run of every batch (registration excluded). pyoxigraph: parsing the landing "
              "files once, then per window a fresh store loaded with the window's triples and the seven queries. "
-             f"Spark SQL: {config['spark_windows']} windows per size timed after a warm-up window (one DataFrame "
-             "of the window's triples, each query's BGP as SQL self-joins) and the mean extrapolated to every "
-             "window, plus reading the landing files.", "",
+             + _spark_note(config), "",
              *_target(records), "",
              "## Per query beside SPECTRA (triples/s)", "",
              *_per_query(records, config["queries"]), "",
              "A query's figure here is what it would cost alone: lakegraph's ingest plus that query's part of "
              "the runs (its window operator and engine steps, timed around the runner's call); a re-evaluation's "
-             "stream reading and window building plus that query. The settings differ: SPECTRA keeps its "
-             "views and indexes in memory and answers per event, on tumbling windows (each triple in one "
-             "window), after pruning triples no pattern can match; lakegraph makes every window durable "
+             "stream reading and window building plus that query. The settings differ: SPECTRA (Java, "
+             "Xeon E3-1246 v3, 32 GB) keeps its views and indexes in memory and answers per event, on tumbling "
+             "windows (each triple in one window), after pruning triples no pattern can match; lakegraph makes every window durable "
              "(Delta commits of its views, partial embeddings, answers and window log, so a crash resumes "
              f"at the last window) on windows sliding by {config['step_s']} s (each triple in RANGE/STEP "
              "windows), with no pruning before the window buffer, in Python on 2 cores.", "",

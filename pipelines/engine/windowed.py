@@ -28,11 +28,13 @@ from ..lake import (BATCH_APP, WINDOW_APP, BatchRecord, background_table, buffer
 from ..spark import SparkSource
 from ..storage import TableStore, Txn
 from .step import change_rows, commit, compute
-from .windows import Progress, WindowStep, window_step
+from .windows import Progress, window_step
 from .zsets import ZSetEngine
 
 #: Columns of the bronze rows the window operator reads.
 MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o", "stream", "event_time"]
+#: Builds a Z-set engine from an Arrow and a Spark reader of the state tables.
+EngineFactory = Callable[[Callable[[str], pa.Table], Callable[[str], object]], ZSetEngine]
 
 
 def window_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
@@ -63,6 +65,15 @@ class _Overlay:
     def read(self, name: str) -> pa.Table:
         return self.tables[name] if name in self.tables else self.base(name)
 
+    def engine(self, make: EngineFactory, read_spark: Callable[[str], object]) -> ZSetEngine:
+        """A Z-set engine reading through the overlay (on Spark, an overlaid table is a frame of its
+        Arrow rows; the others are read as the batch started)."""
+        def spark_read(name: str) -> object:
+            return z.from_arrow(self.tables[name]) if name in self.tables else read_spark(name)
+
+        z = make(self.read, spark_read)
+        return z
+
     def add(self, name: str, delta: pa.Table, keys: list[str]) -> None:
         before = self.read(name)
         rows = pa.concat_tables([before.select(delta.column_names).cast(delta.schema), delta])
@@ -76,25 +87,21 @@ def _ms_time(ms: int) -> datetime:
 
 
 def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: BatchRecord,
-                 engine: Callable[[Callable[[str], pa.Table], Callable[[str], object]], ZSetEngine],
-                 read_spark: Callable[[str], object], flush: bool = False) -> dict:
+                 engine: EngineFactory, read_spark: Callable[[str], object], flush: bool = False) -> dict:
     """Run batch ``record`` (bronze ``rows``) for windowed query ``plan``: emit its windows and
     advance its state. ``engine(read_arrow, read_spark)`` builds the batch's Z-set engine over
     given readers; ``read_spark`` reads a table at the batch's start. Returns counters."""
     versions = record.versions
     base = lambda name: store.read_arrow(name, versions.get(name))   # noqa: E731
     progress = Progress.last(base(progress_table(plan.name)))
-    step: WindowStep = window_step(Clock.of(plan.streams, plan.lateness_ms), [bare(g) for g in plan.graphs], progress,
-                                   base(buffer_table(plan.name)), lambda: base(background_table(plan.name)),
-                                   timed_messages(rows), record.batch, flush)
+    step = window_step(Clock.of(plan.streams, plan.lateness_ms), [bare(g) for g in plan.graphs], progress,
+                       base(buffer_table(plan.name)), lambda: base(background_table(plan.name)),
+                       timed_messages(rows), record.batch, flush)
     overlay = _Overlay(base)
     answers, gold_version = progress.answers, versions.get(gold_table(plan.name), 0)
     log, answer_changes = [], 0
     for emission in step.emissions:
-        def spark_read(name: str) -> object:
-            return z.from_arrow(overlay.tables[name]) if name in overlay.tables else read_spark(name)
-        z = engine(overlay.read, spark_read)
-        result = compute(z, emission.messages, [plan])
+        result = compute(overlay.engine(engine, read_spark), emission.messages, [plan])
         if emission.number is None:
             txn, tag = Txn(BATCH_APP, record.batch), None
         else:
