@@ -85,3 +85,18 @@ def test_disagreement_names_query_and_batch():
     with pytest.raises(Disagreement, match=expected):
         check(systems, [query], "scale 1, batch 3 (batch_100_002.jsonl)")
     check(systems[1:], [query], "scale 1, batch 3")   # one system agrees with itself
+
+
+def test_window_benchmark_smoke_agrees_and_reports_bounded_state(tmp_path):
+    """``python -m bench.windows`` at a tiny size (no Spark): the systems agree on every window (or
+    it exits 1) and the report shows the throughput and the bounded buffer."""
+    from bench.windows import main as windows_main
+
+    out = tmp_path / "results"
+    assert windows_main(["--window-seconds", "2,4", "--rate", "100", "--duration-seconds", "12",
+                         "--file-seconds", "4", "--spark-windows", "0", "--check-windows", "2",
+                         "--out", str(out)]) == 0
+    report = (out / "windows.md").read_text(encoding="utf-8")
+    assert "| 2 s |" in report and "| 4 s |" in report and "**bounded**" in report
+    records = [json.loads(line) for line in (out / "windows.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {"config", "lakegraph", "check"} <= {r["kind"] for r in records}

@@ -48,6 +48,8 @@ ELSEWHERE: dict[str, str] = {
     ".venv/bin/python -m bench --scales 1,10,70 --batch-sizes 1000,10000,100000 --batches 5":
         "tests/test_bench.py::test_smoke_three_systems_agree_and_outputs_exist",
     ".venv/bin/python -m bench --help": "tests/test_bench.py::test_help_lists_every_option",
+    ".venv/bin/python -m bench.windows":
+        "tests/test_bench.py::test_window_benchmark_smoke_agrees_and_reports_bounded_state",
     'pip install -e ".[airflow]"': "scripts/setup.sh (run by .ci/run) installs this extra",
     'ln -s "$PWD/airflow_dags/lakegraph_dag.py" "$AIRFLOW_HOME/dags/lakegraph_dag.py"':
         "tests/test_dag.py::test_dag_file_defines_both_dags_with_their_tasks",
