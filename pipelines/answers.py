@@ -117,10 +117,16 @@ def _csv_value(term: str) -> str:
     return f"_:{parsed.value}" if parsed.kind == "bnode" else parsed.value
 
 
-def format_answers(table: pa.Table, variables: tuple[str, ...], fmt: str, ask: bool = False) -> str:
-    """Answers in the SPARQL 1.1 TSV, CSV or JSON results format."""
+def format_answers(table: pa.Table, variables: tuple[str, ...], fmt: str, ask: bool = False,
+                   template: tuple[tuple[str, str, str], ...] = ()) -> str:
+    """Answers in the SPARQL 1.1 TSV, CSV or JSON results format; a CONSTRUCT's (``template``) as
+    the N-Triples of the graph it builds, whatever the format."""
     if fmt not in FORMATS:
         raise AnswerError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if template:
+        from views.plan import construct
+
+        return "\n".join(f"{s} {p} {o} ." for s, p, o in construct(template, table.select(list(variables)).to_pylist()))
     if ask:
         value = table.num_rows > 0
         return json.dumps({"head": {}, "boolean": value}) if fmt == "json" else ("true" if value else "false")

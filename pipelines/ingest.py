@@ -266,6 +266,14 @@ def _ingest_file(store: TableStore, log: pa.Table, path: str, data: bytes, strea
                       len(bad), parsed.skipped)
 
 
+def ingest_generated(store: TableStore, path: str, data: bytes) -> FileReport:
+    """Ingest messages lakegraph made itself (a ``REGISTER STREAM`` query's window output) as if
+    they were a landing file named ``path``: the same content under the same name is skipped, so a
+    batch re-run after a crash appends its output once."""
+    with lake_lock(store.root):
+        return _ingest_file(store, recover(store), path, data, None, None)
+
+
 def ingest_paths(store: TableStore, paths: list[str], on_file: Callable[[FileReport], None] | None = None,
                  stream: str | None = None, event_time: datetime | None = None) -> IngestReport:
     """Ingest files and directories into bronze (creating the ingest tables when missing);

@@ -96,3 +96,25 @@ def test_flush_emits_the_windows_that_hold_data_then_nothing_more(lake, tmp_path
     assert listed["windows"][-1]["close"] == "2026-11-23T09:00:30.000Z"       # last event 09:00:21 + RANGE
     _out(copy, capsys, "run", "--flush")
     assert len(json.loads(_out(copy, capsys, "windows", "together", "--format", "json"))["windows"]) == 6
+
+
+def test_a_register_stream_feeds_a_query_and_answers_print_its_graph(lake, tmp_path, capsys):
+    import shutil
+
+    copy = str(tmp_path / "lake")
+    shutil.copytree(lake, copy)
+    busy = tmp_path / "busy.rq"
+    busy.write_text((EXAMPLE / "together.rq").read_text(encoding="utf-8")
+                    .replace("REGISTER QUERY together AS", "REGISTER STREAM busy AS")
+                    .replace("SELECT ?room ?floor", "CONSTRUCT { ?room ex:busyOn ?floor }"), encoding="utf-8")
+    floors = tmp_path / "floors.rq"
+    floors.write_text("PREFIX ex: <http://example.org/>\nSELECT ?floor\nFROM STREAM <http://example.org/busy> "
+                      "[RANGE 10s TUMBLING]\nWHERE { ?room ex:busyOn ?floor }", encoding="utf-8")
+    _out(copy, capsys, "register", str(busy), "--lateness", "2s", "--output-stream", "http://example.org/busy")
+    _out(copy, capsys, "register", str(floors))
+    _out(copy, capsys, "run", "--flush")
+    graph = _out(copy, capsys, "answers", "busy", "--window", "3")
+    assert graph.strip() == ('<http://example.org/r2> <http://example.org/busyOn> '
+                             '"2"^^<http://www.w3.org/2001/XMLSchema#integer> .')
+    windows = json.loads(_out(copy, capsys, "windows", "floors", "--format", "json"))["windows"]
+    assert [w["answers"] for w in windows] == [1, 1, 1]     # floor 1, then 2 (r2 busy at :15 and :20)

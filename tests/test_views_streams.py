@@ -2,6 +2,8 @@
 timestamp(), and the one-line refusals (pure: parsing only, no engine)."""
 from __future__ import annotations
 
+import re
+
 import json
 from dataclasses import replace
 
@@ -254,8 +256,8 @@ def test_refused_clauses(clauses: str, error: type[ValueError], message: str) ->
      "REGISTER STREAM needs a CONSTRUCT query, found SELECT (line 1)"),
     ("REGISTER STREAM out AS\n" + PREFIX + "ASK " + WHERE, QuerySyntaxError,
      "REGISTER STREAM needs a CONSTRUCT query, found ASK (line 1)"),
-    ("REGISTER STREAM out AS\n" + PREFIX + "CONSTRUCT { ?s ex:q ?o }\nFROM STREAM ex:a [NOW]\n" + WHERE,
-     UnsupportedQuery, "CONSTRUCT is not supported yet (line 3)"),
+    ("REGISTER STREAM out AS\n" + PREFIX + "CONSTRUCT { [] ex:q ?o }\nFROM STREAM ex:a [NOW]\n" + WHERE,
+     UnsupportedQuery, "blank nodes in a CONSTRUCT template are not supported (line 3)"),
     ("REGISTER QUERY 1rooms AS\n" + PREFIX + "SELECT ?s " + WHERE, QuerySyntaxError,
      "invalid query name '1rooms': use a letter, then up to 63 letters, digits or _ (line 1)"),
     ("\nREGISTER QUERY rooms-2 AS\n" + PREFIX + "SELECT ?s " + WHERE, QuerySyntaxError,
@@ -310,3 +312,28 @@ def test_plans_stored_before_windows_still_load() -> None:
     del data["streams"], data["graphs"]
     assert QueryPlan.from_json(json.dumps(data)) == plan
     assert "windows:" not in explain(plan)
+
+
+@pytest.mark.parametrize("clauses,message", [
+    ("FROM <http://example.org/g>", "REGISTER STREAM needs FROM STREAM windows: its output is the triples "
+     "each window constructs"),
+    ("FROM STREAM <urn:lakegraph:stream:out> [NOW]", "it reads its own output stream <urn:lakegraph:stream:out>"),
+])
+def test_a_register_stream_needs_windows_and_may_not_read_itself(clauses: str, message: str) -> None:
+    from views.plan import compile_query
+
+    query = parse_query("REGISTER STREAM out AS\n" + PREFIX + "CONSTRUCT { ?s ex:q ?o }\n" + clauses + "\n" + WHERE)
+    with pytest.raises(UnsupportedQuery, match="^query out: " + re.escape(message)):
+        compile_query(query, "out")
+
+
+def test_a_register_stream_plan_keeps_its_template_and_output_stream() -> None:
+    from views.plan import QueryPlan, compile_query
+
+    query = parse_query("REGISTER STREAM out AS\n" + PREFIX + "CONSTRUCT { ?s ex:q ?o . ?o ex:r ex:c }\n"
+                        "FROM STREAM ex:a [RANGE 4s TUMBLING]\n" + WHERE)
+    plan = compile_query(query, "out", output_stream="http://example.org/derived")
+    assert plan.form == "construct" and plan.distinct and plan.output_stream == "http://example.org/derived"
+    assert set(plan.template) == {("?s", "<http://example.org/q>", "?o"),
+                                  ("?o", "<http://example.org/r>", "<http://example.org/c>")}
+    assert QueryPlan.from_json(plan.to_json()) == plan

@@ -193,7 +193,7 @@ def validate_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class Query:
-    """A SELECT or ASK query whose WHERE is one basic graph pattern with FILTERs.
+    """A SELECT, ASK or CONSTRUCT query whose WHERE is one basic graph pattern with FILTERs.
 
     ``patterns`` are distinct, in source order; ``filters`` are the FILTER expressions (scoping of
     nested groups already applied); ``variables`` are all pattern variables in order of first
@@ -218,3 +218,4 @@ class Query:
     graphs: tuple[str, ...] = ()
     register_name: str | None = None
     register_kind: str | None = None
+    template: tuple[TriplePattern, ...] = ()     # a CONSTRUCT's template (its projection: the variables)

@@ -78,6 +78,9 @@ class QueryPlan:
     streams: tuple[StreamWindow, ...] = ()
     graphs: tuple[str, ...] = ()
     lateness_ms: int = 0                      # allowed lateness of the time and [NOW] windows
+    # a CONSTRUCT's template: (s, p, o) as N-Triples terms or ?variables
+    template: tuple[tuple[str, str, str], ...] = ()
+    output_stream: str | None = None          # REGISTER STREAM: where each window's triples go (bare IRI)
 
     @property
     def windowed(self) -> bool:
@@ -103,7 +106,8 @@ class QueryPlan:
         return cls(**{**data, "projection": tuple(data["projection"]), "views": views,
                       "components": components,
                       "streams": tuple(StreamWindow(**w) for w in data.get("streams", ())),
-                      "graphs": tuple(data.get("graphs", ()))})
+                      "graphs": tuple(data.get("graphs", ())),
+                      "template": tuple(tuple(t) for t in data.get("template", ()))})
 
 
 def _pairs(items: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
@@ -111,11 +115,13 @@ def _pairs(items: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
 
 
 # -- compiling ------------------------------------------------------------------------------------
-def compile_query(query: Query, name: str, lateness_ms: int = 0) -> QueryPlan:
+def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: str | None = None) -> QueryPlan:
     """The plan of ``query`` registered as ``name``; ``lateness_ms`` is the allowed lateness of its
-    time and ``[NOW]`` windows."""
+    time and ``[NOW]`` windows; ``output_stream`` (a bare IRI) the stream a ``REGISTER STREAM``
+    query appends to (default ``urn:lakegraph:stream:<name>``)."""
     validate_name(name)
     _check_dataset(query, name, lateness_ms)
+    output = _output_stream(query, name, output_stream)
     if any(isinstance(e, Call) and e.name == TIMESTAMP for f in query.filters for e in walk(f)):
         where = Source(query.text).where(TIMESTAMP_CALL, in_parens=True)
         raise UnsupportedQuery(f"query {name}: timestamp() needs a window: not supported yet{where}")
@@ -142,7 +148,37 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0) -> QueryPlan:
         projection=query.projection, distinct=query.distinct,
         views=tuple({v.id: v for v, _ in views}.values()), components=components,
         filter_sql=_sql(spanning, set(query.variables)), streams=query.streams, graphs=query.graphs,
-        lateness_ms=lateness_ms)
+        lateness_ms=lateness_ms, output_stream=output,
+        template=tuple(tuple(f"?{n.name}" if isinstance(n, Var) else n for _, n in t.nodes()) for t in query.template))
+
+
+def construct(template: Sequence[Sequence[str]], bindings: Sequence[dict[str, str]]) -> list[tuple[str, str, str]]:
+    """The distinct triples a CONSTRUCT template makes from ``bindings`` (variable name to N-Triples
+    term), sorted; as in SPARQL, an instance that is not a valid triple (a subject that is a
+    literal, a predicate that is not an IRI) is left out."""
+    out = set()
+    for binding in bindings:
+        for pattern in template:
+            s, p, o = (binding[n[1:]] if n.startswith("?") else n for n in pattern)
+            if not s.startswith('"') and p.startswith("<"):
+                out.add((s, p, o))
+    return sorted(out)
+
+
+def _output_stream(query: Query, name: str, given: str | None) -> str | None:
+    """The stream a ``REGISTER STREAM`` query writes, checked: it needs windows to close, and it
+    may not read its own output (each window would feed the next forever)."""
+    if query.register_kind != "stream":
+        if given is not None:
+            raise UnsupportedQuery(f"query {name}: an output stream needs a REGISTER STREAM query")
+        return None
+    if not query.streams:
+        raise UnsupportedQuery(f"query {name}: REGISTER STREAM needs FROM STREAM windows: its output is "
+                               "the triples each window constructs")
+    output = given or f"urn:lakegraph:stream:{name}"
+    if f"<{output}>" in {w.stream for w in query.streams} | set(query.graphs):
+        raise UnsupportedQuery(f"query {name}: it reads its own output stream <{output}>")
+    return output
 
 
 def _check_dataset(query: Query, name: str, lateness_ms: int) -> None:

@@ -113,9 +113,9 @@ class _Parser:
         algebra = self._translate(tree).algebra
         streams, graphs = self.clauses.dataset([render(c.default) for c in algebra.datasetClause or []],
                                                self.src, self.label)
-        form = "ask" if node.name == "AskQuery" else "select"
+        form = {"AskQuery": "ask", "ConstructQuery": "construct"}.get(node.name, "select")
         self.select_nth = 1 if form == "select" else 0
-        distinct = algebra.p.name == "Distinct"
+        distinct = algebra.p.name == "Distinct" or form == "construct"     # a CONSTRUCT builds a graph
         project = algebra.p.p if algebra.p.name in ("Distinct", "Reduced") else algebra.p
         found: list[tuple[int, tuple]] = []
         filters = self.pattern(project.p, found)
@@ -126,12 +126,35 @@ class _Parser:
                  | {e.name for f in filters for e in walk(f) if isinstance(e, (Var, Unbound))})
         patterns = self._patterns(found, _source_order(node.where), taken)
         variables = tuple(dict.fromkeys(v for t in patterns for v in t.variables()))
-        projection = () if form == "ask" else self._projection(node, variables)
+        template = self._template(algebra.template, variables) if form == "construct" else ()
+        if form == "construct":
+            projection = tuple(dict.fromkeys(v for t in template for v in t.variables()))
+        else:
+            projection = () if form == "ask" else self._projection(node, variables)
         self._check_names(variables, filters)
         return Query(text=self.src.text, form=form, patterns=patterns, filters=tuple(filters),
                      projection=projection, distinct=distinct, variables=variables, streams=streams,
                      graphs=graphs, register_name=self.clauses.register_name,
-                     register_kind=self.clauses.register_kind)
+                     register_kind=self.clauses.register_kind, template=template)
+
+    def _template(self, triples: list[tuple], variables: tuple[str, ...]) -> tuple[TriplePattern, ...]:
+        """A CONSTRUCT template, in source order: constants and variables the WHERE binds (a blank
+        node would need a fresh node per solution and window, which lakegraph does not mint)."""
+        out = []
+        for triple in triples:
+            nodes = []
+            for term in triple:
+                if isinstance(term, BNode):
+                    raise self.refuse("blank nodes in a CONSTRUCT template are not supported", keyword("CONSTRUCT"))
+                if isinstance(term, Variable):
+                    if str(term) not in variables:
+                        raise self.refuse(f"the CONSTRUCT template uses ?{term}, which no triple pattern binds",
+                                          rf"[?$]{re.escape(str(term))}(?!\w)")
+                    nodes.append(Var(str(term)))
+                else:
+                    nodes.append(render(term))
+            out.append(TriplePattern(*nodes))
+        return tuple(sorted(set(out), key=lambda t: t.text()))
 
     def _parse(self) -> Any:
         try:
@@ -166,11 +189,9 @@ class _Parser:
 
     def _check_form(self, node: CompValue) -> None:
         """Refuse query forms and solution modifiers (read from the parse tree, which still says
-        what the user wrote). CONSTRUCT, the form of ``REGISTER STREAM``, is to come."""
-        if node.name in ("ConstructQuery", "DescribeQuery"):
-            word = node.name[:-len("Query")].upper()
-            later = " yet" if word == "CONSTRUCT" else ""
-            raise self.refuse(f"{word} is not supported{later}", keyword(word))
+        what the user wrote)."""
+        if node.name == "DescribeQuery":
+            raise self.refuse("DESCRIBE is not supported", keyword("DESCRIBE"))
         for item in node.projection or []:
             if "expr" in item:
                 if any(n.name.startswith("Aggregate_") for n in _comp_values(item["expr"])):

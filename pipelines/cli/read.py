@@ -103,7 +103,7 @@ def cmd_answers(ctx: "Context") -> None:
     store = ctx.require_lake()
     plan = catalog.lookup(store, ctx.args.name).plan
     table = answers(store, plan.name, ctx.args.as_of_batch, when, ctx.args.window, _close_ms(ctx.args.close))
-    print(format_answers(table, plan.projection, ctx.args.format, ask=plan.form == "ask"))
+    print(format_answers(table, plan.projection, ctx.args.format, ask=plan.form == "ask", template=plan.template))
 
 
 def cmd_windows(ctx: "Context") -> None:

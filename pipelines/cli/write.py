@@ -48,9 +48,11 @@ def read_query(path: str) -> tuple[str, str]:
         return handle.read(), os.path.splitext(os.path.basename(path))[0]
 
 
-def compile_file(path: str, name: str | None, lateness: str | None = None):
+def compile_file(path: str, name: str | None, lateness: str | None = None, output_stream: str | None = None):
     """The plan of a query file, named ``name``, else by its ``REGISTER QUERY name AS`` header, else
-    after the file; ``lateness`` is the allowed lateness of its windows (a duration, e.g. ``2s``)."""
+    after the file; ``lateness`` is the allowed lateness of its windows (a duration, e.g. ``2s``),
+    ``output_stream`` the stream of a ``REGISTER STREAM`` query (an IRI, with or without <>)."""
+    from schemas.formats.base import parse_stream
     from views.plan import compile_query, validate_name
     from views.sparql import parse_query
     from views.streams import parse_duration
@@ -59,15 +61,19 @@ def compile_file(path: str, name: str | None, lateness: str | None = None):
         lateness_ms = parse_duration(lateness) if lateness is not None else 0
     except ValueError as exc:
         raise CliError(f"--lateness: {exc}") from None
+    try:
+        output = parse_stream(output_stream) if output_stream is not None else None
+    except ValueError as exc:
+        raise CliError(f"--output-stream: {exc}") from None
     text, stem = read_query(path)
     query = parse_query(text, path)
-    return compile_query(query, validate_name(name or query.register_name or stem), lateness_ms)
+    return compile_query(query, validate_name(name or query.register_name or stem), lateness_ms, output)
 
 
 def cmd_register(ctx: "Context") -> None:
     from ..engine.register import register
 
-    plan = compile_file(ctx.args.file, ctx.args.name, ctx.args.lateness)
+    plan = compile_file(ctx.args.file, ctx.args.name, ctx.args.lateness, ctx.args.output_stream)
     store = ctx.require_lake()
     result = register(store, ctx.spark, plan, ctx.args.engine, ctx.args.master)
     print(f"registered {plan.name} ({plan.query_class}) at batch {result['batch']}: "
@@ -121,13 +127,15 @@ def add_commands(add) -> None:
     p.add_argument("--time", metavar="ISO", help="the event time of messages whose format carries none, e.g. "
                    "2026-11-23T09:00:00Z (default: the ingest time)")
     p = add("register", cmd_register, "register a continuous SPARQL query and backfill its answers")
-    p.add_argument("file", metavar="FILE.rq", help="a SPARQL SELECT or ASK query, or a C-SPARQL REGISTER "
-                   "QUERY with FROM STREAM windows and FROM background graphs")
+    p.add_argument("file", metavar="FILE.rq", help="a SPARQL SELECT, ASK or CONSTRUCT query, or a C-SPARQL "
+                   "REGISTER QUERY|STREAM with FROM STREAM windows and FROM background graphs")
     p.add_argument("--name", help="query name (letters, digits, _; default: the name of a REGISTER QUERY "
                    "name AS header, else the file name without .rq)")
     p.add_argument("--engine", choices=["auto", "arrow", "spark"], default="auto", help=ENGINE_HELP)
     p.add_argument("--lateness", metavar="DURATION", help="how late an event may arrive for the query's time "
                    "and [NOW] windows, e.g. 2s or PT2S (default 0; docs/windows.md)")
+    p.add_argument("--output-stream", metavar="IRI", help="the stream a REGISTER STREAM query appends each "
+                   "window's constructed triples to (default urn:lakegraph:stream:NAME)")
     p = add("unregister", cmd_unregister, "drop a query and the state only it uses")
     p.add_argument("name", help="a registered query")
     p = add("run", cmd_run, "run micro-batches until bronze is consumed")

@@ -19,6 +19,9 @@ from typing import Any, Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from views.plan import QueryPlan
+from views.windows import bare
+
 from .. import catalog
 from ..lake import BATCH_APP, BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
 from ..spark import SparkSource, master_of, session
@@ -65,6 +68,23 @@ def zset_engine(name: str, spark: SparkSource, read_arrow: Callable[[str], pa.Ta
     if name == "arrow":
         return ArrowZSets(read_arrow, lambda rows, predicate: filter_arrow(session(spark), rows, predicate))
     return SparkZSets(session(spark), read_spark)
+
+
+def flush_order(plans: list[QueryPlan]) -> list[list[str]]:
+    """The windowed queries to flush, level by level: a query reading another's ``REGISTER STREAM``
+    output is flushed only after that output has been flushed and run, or its last windows would
+    close before their input arrives (and find it late). Queries in a cycle come last, together."""
+    windowed = {p.name: p for p in plans if p.streams}
+    producers = {p.output_stream: p.name for p in windowed.values() if p.output_stream}
+    upstream = {name: {producers[bare(w.stream)] for w in p.streams if bare(w.stream) in producers} - {name}
+                for name, p in windowed.items()}
+    levels, flushed = [], set()
+    while len(flushed) < len(windowed):
+        level = sorted(n for n in windowed if n not in flushed and upstream[n] <= flushed)
+        level = level or sorted(set(windowed) - flushed)
+        levels.append(level)
+        flushed |= set(level)
+    return levels
 
 
 class Runner:
@@ -120,24 +140,50 @@ class Runner:
     # -- the loop ---------------------------------------------------------------------------
     def run(self, max_rows: int | None = None, max_batches: int | None = None,
             on_batch: Callable[[dict], None] | None = None, flush: bool = False) -> RunReport:
-        """Run batches until bronze is consumed (or ``max_batches``); with ``flush`` (end of
-        stream), then one more batch that emits every window still holding data."""
+        """Run batches until bronze is consumed (or ``max_batches``). With ``flush`` (end of stream),
+        then a batch that emits every window still holding data; what that appends to bronze
+        (``REGISTER STREAM`` output) is run and flushed in turn, so a chain drains to its end
+        (:func:`flush_order`)."""
         init_lake(self.store)
         report = RunReport()
         plans = [q.plan for q in catalog.registered(self.store)]
         if not plans:
             return report
+
+        def room() -> bool:
+            return max_batches is None or len(report.batches) < max_batches
+
+        def done(stats: dict) -> None:
+            report.batches.append(stats)
+            if on_batch:
+                on_batch(stats)
+
         pending = self.log.pending()
         if pending is not None:
-            rows = self._rows_of(pending)
-            report.batches.append(self._process(pending, rows, plans))
-        while max_batches is None or len(report.batches) < max_batches:
+            done(self._process(pending, self._rows_of(pending), plans))
+        self._drain(plans, max_rows, room, done)
+        for level in flush_order(plans) if flush else []:
+            if not room():
+                break
+            last = self.log.last_done()
+            record = BatchRecord(batch=last.batch + 1, status="planned", bronze_from=last.bronze_to,
+                                 bronze_to=last.bronze_to, seq_from=last.seq_to, seq_to=last.seq_to,
+                                 versions=self._versions(plans), stats={"flush": level})
+            self.log.write(record)
+            done(self._process(record, self._rows_of(record), plans))
+            self._drain(plans, max_rows, room, done)
+        return report
+
+    def _drain(self, plans, max_rows: int | None, room: Callable[[], bool], done: Callable[[dict], None]) -> int:
+        """Batches over the bronze rows after the last completed batch while ``room()``; how many ran."""
+        ran = 0
+        while room():
             last = self.log.last_done()
             rows = self._pending_rows(last)
             if rows.num_rows == 0:
                 break
             # take successive batches from one read of the feed
-            while rows.num_rows and (max_batches is None or len(report.batches) < max_batches):
+            while rows.num_rows and room():
                 take = self._cut(rows, max_rows)
                 batch_rows, rows = rows.slice(0, take), rows.slice(take)
                 versions = batch_rows["_commit_version"]
@@ -146,22 +192,10 @@ class Runner:
                                      seq_from=last.seq_to, seq_to=pc.max(batch_rows["seq"]).as_py(),
                                      versions=self._versions(plans))
                 self.log.write(record)
-                stats = self._process(record, batch_rows, plans)
-                report.batches.append(stats)
-                if on_batch:
-                    on_batch(stats)
+                done(self._process(record, batch_rows, plans))
+                ran += 1
                 last = self.log.last_done()
-        if flush and any(p.streams for p in plans) and (max_batches is None or len(report.batches) < max_batches):
-            last = self.log.last_done()
-            record = BatchRecord(batch=last.batch + 1, status="planned", bronze_from=last.bronze_to,
-                                 bronze_to=last.bronze_to, seq_from=last.seq_to, seq_to=last.seq_to,
-                                 versions=self._versions(plans), stats={"flush": 1})
-            self.log.write(record)
-            stats = self._process(record, self._rows_of(record), plans)
-            report.batches.append(stats)
-            if on_batch:
-                on_batch(stats)
-        return report
+        return ran
 
     def _rows_of(self, record: BatchRecord) -> pa.Table:
         feed = self.store.changes(BRONZE, record.bronze_from, record.bronze_to)
@@ -188,7 +222,7 @@ class Runner:
             if plan.windowed:
                 done = run_windowed(self.store, plan, rows, record,
                                     lambda arrow, spark: zset_engine(engine, self._spark, arrow, spark),
-                                    read_spark, flush=bool(record.stats.get("flush")))
+                                    read_spark, flush=plan.name in record.stats.get("flush", ()))
                 for key in ("windows", "late", "answer_changes"):
                     stats[key] += done[key]
         done = BatchRecord(batch=record.batch, status="done", bronze_from=record.bronze_from,

@@ -11,6 +11,7 @@ the background graphs and the progress row are written with the batch's transact
 """
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Callable
@@ -20,15 +21,15 @@ import pyarrow.compute as pc
 
 from schemas import tables as S
 from schemas.tables import MULT
-from views.plan import QueryPlan
+from views.plan import QueryPlan, construct
 from views.windows import Clock, bare
 
 from ..lake import (BATCH_APP, WINDOW_APP, BatchRecord, background_table, buffer_table, gold_table,
                     progress_table, windows_table)
-from ..spark import SparkSource
+from ..ingest import ingest_generated
 from ..storage import TableStore, Txn
 from .step import change_rows, commit, compute
-from .windows import Progress, window_step
+from .windows import Emission, Progress, window_step
 from .zsets import ZSetEngine
 
 #: Columns of the bronze rows the window operator reads.
@@ -86,6 +87,20 @@ def _ms_time(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, timezone.utc)
 
 
+def _emit_stream(store: TableStore, plan: QueryPlan, emission: Emission, answers: pa.Table) -> None:
+    """A ``REGISTER STREAM`` query's window output: the triples its template makes from the
+    window's answers, appended to bronze on its output stream, stamped with the window's close
+    (ingested as a generated file named after the query and window, so a re-run adds it once)."""
+    triples = construct(plan.template, answers.select(list(plan.projection)).to_pylist())
+    if not triples:
+        return
+    time = _ms_time(emission.close_ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    lines = [json.dumps({"op": "+", "s": s, "p": p, "o": o, "time": time, "stream": f"<{plan.output_stream}>"})
+             for s, p, o in triples]
+    ingest_generated(store, f"lakegraph-stream/{plan.name}/window-{emission.number:09d}.jsonl",
+                     ("\n".join(lines) + "\n").encode("utf-8"))
+
+
 def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: BatchRecord,
                  engine: EngineFactory, read_spark: Callable[[str], object], flush: bool = False) -> dict:
     """Run batch ``record`` (bronze ``rows``) for windowed query ``plan``: emit its windows and
@@ -117,6 +132,8 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
                         "close": _ms_time(emission.close_ms), "open_ms": emission.open_ms,
                         "close_ms": emission.close_ms, "answers": answers, "batch": record.batch,
                         "gold_version": gold_version})
+        if plan.output_stream and emission.number is not None:
+            _emit_stream(store, plan, emission, overlay.read(gold_table(plan.name)))
     if log:
         store.append(windows_table(plan.name), pa.Table.from_pylist(log, schema=S.WINDOW_LOG),
                      Txn(WINDOW_APP, log[-1]["window"]))
