@@ -34,6 +34,8 @@ from .storage import TableStore, Txn
 APP = "ingest"
 LOCK_FILE = "_ingest.lock"
 UNKNOWN_SHA = "unknown"
+#: Where the files lakegraph writes itself (REGISTER STREAM output) live, inside the lake.
+GENERATED = "_streams"
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,7 @@ def _finish_log(store: TableStore, ingest_id: int) -> None:
     quarantined = pc.sum(pc.equal(quarantine["ingest_id"], ingest_id)).as_py() or 0
     path = bronze["source"][0].as_py().rsplit(":", 1)[0]
     try:
-        with open(path, "rb") as handle:
+        with open(os.path.join(store.root, path), "rb") as handle:     # a generated file's path is lake-relative
             data = handle.read()
         sha, lines = _sha256(data), parse(path, data).lines
     except OSError:
@@ -266,10 +268,18 @@ def _ingest_file(store: TableStore, log: pa.Table, path: str, data: bytes, strea
                       len(bad), parsed.skipped)
 
 
-def ingest_generated(store: TableStore, path: str, data: bytes) -> FileReport:
-    """Ingest messages lakegraph made itself (a ``REGISTER STREAM`` query's window output) as if
-    they were a landing file named ``path``: the same content under the same name is skipped, so a
-    batch re-run after a crash appends its output once."""
+def ingest_generated(store: TableStore, stem: str, data: bytes) -> FileReport:
+    """Ingest JSON Lines messages lakegraph made itself (a ``REGISTER STREAM`` query's window
+    output): written first as ``<lake>/_streams/<stem>-<hash>.jsonl``, then ingested like a
+    landing file under that lake-relative name. A re-run after a crash finds it ingested (or rolls
+    its log row forward from the file) and adds nothing."""
+    path = f"{GENERATED}/{stem}-{_sha256(data)[:16]}.jsonl"
+    full = os.path.join(store.root, path)
+    if not os.path.exists(full):
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full + ".tmp", "wb") as handle:
+            handle.write(data)
+        os.replace(full + ".tmp", full)
     with lake_lock(store.root):
         return _ingest_file(store, recover(store), path, data, None, None)
 

@@ -19,9 +19,12 @@ from .streams import PREFIXES, Stream
 QUERIES = {
     "chain": "SELECT ?x ?z WHERE { ?x ex:knows ?y . ?y ex:knows ?z }",
     "gated": "SELECT DISTINCT ?x ?t WHERE { ?x ex:type ?t . ?x ex:likes ?y . ex:a ex:knows ex:b }",
-    # a windowed query: a batch emits several windows, each its own commits
-    "windowed": "SELECT ?x ?z FROM STREAM <urn:lakegraph:stream:default> [RANGE 20s STEP 10s] "
-                "WHERE { ?x ex:knows ?y . ?y ex:likes ?z }",
+    # a chain of windowed queries: each window's constructed triples go to bronze (once) and feed
+    # a windowed query; a batch of 40 s of events emits one or two 30 s windows, each its own commits
+    "linked": "CONSTRUCT { ?x ex:linked ?z } FROM STREAM <urn:lakegraph:stream:default> [RANGE 30s TUMBLING] "
+              "WHERE { ?x ex:knows ?y . ?y ex:knows ?z }",
+    "reached": "SELECT ?x ?z FROM STREAM <urn:lakegraph:stream:linked> [RANGE 60s TUMBLING] "
+               "WHERE { ?x ex:linked ?z }",
 }
 
 
@@ -72,7 +75,8 @@ def prepared(tmp_path_factory, spark):
     stream = Stream(seed=11, batch_size=40)
     ingest_paths(store, [str(Stream.write(root / "l0.jsonl", stream.next_batch()))])
     for name, text in QUERIES.items():
-        register(store, spark, compile_query(parse_query(PREFIXES + text, name), name))
+        header = f"REGISTER STREAM {name} AS\n" if text.startswith("CONSTRUCT") else ""
+        register(store, spark, compile_query(parse_query(header + PREFIXES + text, name), name))
     Runner(store, spark).run()
     for i in (1, 2):
         ingest_paths(store, [str(Stream.write(root / f"l{i}.jsonl", stream.next_batch()))])
@@ -102,7 +106,12 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
         assert snapshot(trial) == expected
         break
     # two batches, each: plan row, views, partial embeddings, bag, gold, changes, and for the
-    # windowed query per window its views, gold and changes, then window log, buffer, progress; done row
+    # windowed queries per window their views, gold, changes and chained output (bronze, ingest
+    # log), then window log, buffer, progress; the batches that read the chained output; done rows
     assert crashes >= 30
-    windows = DeltaRsStore(str(reference)).read_arrow("w_windowed_windows")
-    assert windows.num_rows >= 6 and len(set(windows["batch"].to_pylist())) >= 2
+    done = DeltaRsStore(str(reference))
+    windows = done.read_arrow("w_linked_windows")
+    per_batch = [windows["batch"].to_pylist().count(b) for b in set(windows["batch"].to_pylist())]
+    assert len(per_batch) >= 2 and max(per_batch) >= 2
+    chained = [r for r in done.read_arrow("bronze").to_pylist() if r["stream"] == "urn:lakegraph:stream:linked"]
+    assert chained and done.read_arrow("w_reached_buffer").num_rows

@@ -177,12 +177,16 @@ class Runner:
     def _drain(self, plans, max_rows: int | None, room: Callable[[], bool], done: Callable[[dict], None]) -> int:
         """Batches over the bronze rows after the last completed batch while ``room()``; how many ran."""
         ran = 0
+        # Successive batches come from one read of the feed, unless a REGISTER STREAM query may
+        # append to bronze during a batch: then each batch reads it again, so that where batches
+        # are cut depends on bronze alone, not on when it was read (a re-run after a crash cuts
+        # them where an uninterrupted run did).
+        chains = any(p.output_stream for p in plans)
         while room():
             last = self.log.last_done()
             rows = self._pending_rows(last)
             if rows.num_rows == 0:
                 break
-            # take successive batches from one read of the feed
             while rows.num_rows and room():
                 take = self._cut(rows, max_rows)
                 batch_rows, rows = rows.slice(0, take), rows.slice(take)
@@ -195,6 +199,8 @@ class Runner:
                 done(self._process(record, batch_rows, plans))
                 ran += 1
                 last = self.log.last_done()
+                if chains:
+                    break
         return ran
 
     def _rows_of(self, record: BatchRecord) -> pa.Table:

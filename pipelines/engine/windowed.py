@@ -90,14 +90,15 @@ def _ms_time(ms: int) -> datetime:
 def _emit_stream(store: TableStore, plan: QueryPlan, emission: Emission, answers: pa.Table) -> None:
     """A ``REGISTER STREAM`` query's window output: the triples its template makes from the
     window's answers, appended to bronze on its output stream, stamped with the window's close
-    (ingested as a generated file named after the query and window, so a re-run adds it once)."""
+    (ingested as a generated file named after the query, the window and the content, so a re-run
+    adds it once)."""
     triples = construct(plan.template, answers.select(list(plan.projection)).to_pylist())
     if not triples:
         return
     time = _ms_time(emission.close_ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     lines = [json.dumps({"op": "+", "s": s, "p": p, "o": o, "time": time, "stream": f"<{plan.output_stream}>"})
              for s, p, o in triples]
-    ingest_generated(store, f"lakegraph-stream/{plan.name}/window-{emission.number:09d}.jsonl",
+    ingest_generated(store, f"{plan.name}/window-{emission.number:09d}",
                      ("\n".join(lines) + "\n").encode("utf-8"))
 
 
