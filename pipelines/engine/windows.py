@@ -29,6 +29,7 @@ from schemas.tables import MULT
 from views.windows import Clock
 
 TRIPLE = ["s", "p", "o"]
+_NO_TRIPLES = pa.schema([(c, pa.string()) for c in TRIPLE])
 #: The shape of the messages the operator emits (what view maintenance reads).
 MESSAGES = pa.schema([("seq", pa.int64()), ("op", pa.string()), ("s", pa.string()), ("p", pa.string()),
                       ("o", pa.string())])
@@ -216,13 +217,10 @@ def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, 
         if k == 0 and pending.num_rows:
             bg_now, bg_delta = _apply_background(background(), pending)
             changed.append(pending)
-        candidates = _distinct(_concat([c.select(TRIPLE) for c in changed]),
-                               TRIPLE) if changed \
-            else pa.schema([(c, pa.string()) for c in TRIPLE]).empty_table()
-        in_window = [by_stream[s].between(lo, hi) for s, (lo, hi) in clock.extents(close).items()] if clock \
-            else []
-        in_window.append(S.WINDOW_BUFFER.empty_table())
-        msgs = _messages(candidates, in_window, (lambda: bg_now) if bg_now is not None else background)
+        candidates = _distinct(_concat([c.select(TRIPLE) for c in changed] + [_NO_TRIPLES.empty_table()]), TRIPLE)
+        extents = clock.extents(close).items() if clock else ()
+        in_window = [by_stream[s].between(lo, hi) for s, (lo, hi) in extents] + [S.WINDOW_BUFFER.empty_table()]
+        msgs = _messages(candidates, in_window, background if bg_now is None else (lambda: bg_now))
         if clock is None:
             emissions.append(Emission(None, None, None, msgs))
             continue
