@@ -61,8 +61,9 @@ def windows(store: TableStore, name: str) -> list[dict]:
 
 def late_messages(store: TableStore, name: str) -> int:
     """How many messages came too late for the query's windows."""
-    progress = store.read_arrow(progress_table(name), columns=["batch", "late"]).to_pylist()
-    return max(progress, key=lambda r: r["batch"])["late"] if progress else 0
+    from .engine.windows import Progress
+
+    return Progress.last(store.read_arrow(progress_table(name))).late
 
 
 def window_row(store: TableStore, name: str, window: int | None = None, close_ms: int | None = None) -> dict:

@@ -118,17 +118,7 @@ def step_difference(store: TableStore, name: str, projection: tuple[str, ...], s
                     versions: dict[int, int]) -> DataFrame:
     """``(_batch, binding)`` rows where the answers after a batch differ from the answers before it
     plus the batch's changes. A batch that left gold at the same version must have no changes."""
-    table, keys = gold_table(name), list(projection)
-    changes = store.read(changes_table(name))
-    parts = [changes.where(F.col(BATCH).isin(steps)).select(F.col(BATCH), *keys, (-_signed()).alias(MULT))]
-    for b in steps:
-        before = versions.get(b - 1)
-        if before == versions[b]:
-            continue
-        parts.append(store.read(table, versions[b]).select(F.lit(b).alias(BATCH), *keys, MULT))
-        if before is not None:
-            parts.append(store.read(table, before).select(F.lit(b).alias(BATCH), *keys, (-F.col(MULT)).alias(MULT)))
-    return _differences(parts, [BATCH] + keys)
+    return _version_steps(store, name, projection, BATCH, [(b, versions.get(b - 1), versions[b]) for b in steps])
 
 
 def window_difference(store: TableStore, name: str, projection: tuple[str, ...], windows: list[dict],
@@ -136,18 +126,27 @@ def window_difference(store: TableStore, name: str, projection: tuple[str, ...],
     """``(_window, binding)`` rows where the answers of a window (its RStream, the gold version the
     window log names) differ from the previous window's plus the window's changes (IStream minus
     DStream). ``versions`` maps every logged window to its gold version."""
+    return _version_steps(store, name, projection, WINDOW,
+                          [(w["window"], versions.get(w["window"] - 1), versions[w["window"]]) for w in windows])
+
+
+def _version_steps(store: TableStore, name: str, projection: tuple[str, ...], column: str,
+                   steps: list[tuple[int, int | None, int]]) -> DataFrame:
+    """``(column, binding)`` rows where, for each step ``(label, before, after)`` of gold versions,
+    the answers at ``after`` differ from those at ``before`` (none when None) plus the changes
+    labelled ``label`` in ``column`` (a batch or a window). A step that left gold at the same
+    version must have no changes."""
     table, keys = gold_table(name), list(projection)
-    numbers = [w["window"] for w in windows]
     changes = store.read(changes_table(name))
-    parts = [changes.where(F.col(WINDOW).isin(numbers)).select(F.col(WINDOW), *keys, (-_signed()).alias(MULT))]
-    for k in numbers:
-        before, after = versions.get(k - 1), versions[k]
+    labels = [label for label, _, _ in steps]
+    parts = [changes.where(F.col(column).isin(labels)).select(F.col(column), *keys, (-_signed()).alias(MULT))]
+    for label, before, after in steps:
         if before == after:
             continue
-        parts.append(store.read(table, after).select(F.lit(k).alias(WINDOW), *keys, MULT))
+        parts.append(store.read(table, after).select(F.lit(label).alias(column), *keys, MULT))
         if before is not None:
-            parts.append(store.read(table, before).select(F.lit(k).alias(WINDOW), *keys, (-F.col(MULT)).alias(MULT)))
-    return _differences(parts, [WINDOW] + keys)
+            parts.append(store.read(table, before).select(F.lit(label).alias(column), *keys, (-F.col(MULT)).alias(MULT)))
+    return _differences(parts, [column] + keys)
 
 
 def _window_outcomes(store: TableStore, name: str, projection: tuple[str, ...], steps: list[int]) -> list[Outcome]:

@@ -18,6 +18,13 @@ Key = TypeVar("Key")
 _KEY = "_k"          # a constant join key: Acero has no cross join, so a product joins on it
 
 
+def consolidate(frame: pa.Table, columns: Sequence[str]) -> pa.Table:
+    """Project onto ``columns``, summing multiplicities, dropping rows that cancel out."""
+    summed = frame.group_by(list(columns), use_threads=False).aggregate([(MULT, "sum")])
+    summed = summed.select([*columns, f"{MULT}_sum"]).rename_columns([*columns, MULT])
+    return summed.filter(pc.fill_null(pc.not_equal(summed[MULT], 0), False))
+
+
 def _data_columns(frame: pa.Table) -> list[str]:
     return [c for c in frame.column_names if c != MULT]
 
@@ -74,9 +81,7 @@ class ArrowZSets:
         return pa.concat_tables([f.select(order) for f in frames], promote_options="default")
 
     def consolidate(self, frame: pa.Table, columns: Sequence[str]) -> pa.Table:
-        summed = frame.group_by(list(columns), use_threads=False).aggregate([(MULT, "sum")])
-        summed = summed.select([*columns, f"{MULT}_sum"]).rename_columns([*columns, MULT])
-        return summed.filter(pc.fill_null(pc.not_equal(summed[MULT], 0), False))
+        return consolidate(frame, columns)
 
     def where(self, frame: pa.Table, predicate: str | None) -> pa.Table:
         return self._where(frame, predicate) if predicate and frame.num_rows else frame

@@ -109,19 +109,11 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan]) -> Step:
 
 def commit(store: TableStore, step: Step, plans: list[QueryPlan], txn: Txn,
            change_rows_of: Callable[[QueryPlan, pa.Table], pa.Table]) -> int:
-    """Write a step, in a fixed order (views, then per query its state, gold and changes), each
+    """Write a step, in a fixed order (views, owned state, gold, then each query's changes), each
     commit skipped if ``txn`` already made it; returns how many gold tables were written."""
-    for view in step.views:
-        if step.view_deltas[view.id].num_rows:
-            store.merge_counts(view.id, step.view_deltas[view.id], view.columns, MULT, txn)
-    written = 0
-    for plan in plans:
-        for name, table in step.state[plan.name].items():
-            if table.num_rows:
-                store.merge_counts(name, table, [c for c in table.column_names if c != MULT], MULT, txn)
-        gold = step.gold[plan.name]
-        if gold.num_rows:
-            store.merge_counts(gold_table(plan.name), gold, list(plan.projection), MULT, txn)
-            store.append(changes_table(plan.name), change_rows_of(plan, gold), txn)
-            written += 1
-    return written
+    for name, (rows, keys) in step.changed().items():
+        store.merge_counts(name, rows, keys, MULT, txn)
+    written = [plan for plan in plans if step.gold[plan.name].num_rows]
+    for plan in written:
+        store.append(changes_table(plan.name), change_rows_of(plan, step.gold[plan.name]), txn)
+    return len(written)

@@ -28,6 +28,7 @@ from ..lake import (BATCH_APP, WINDOW_APP, BatchRecord, background_table, buffer
                     progress_table, windows_table)
 from ..ingest import ingest_generated
 from ..storage import TableStore, Txn
+from .arrow import consolidate
 from .step import change_rows, commit, compute
 from .windows import Emission, Progress, window_step
 from .zsets import ZSetEngine
@@ -76,11 +77,8 @@ class _Overlay:
         return z
 
     def add(self, name: str, delta: pa.Table, keys: list[str]) -> None:
-        before = self.read(name)
-        rows = pa.concat_tables([before.select(delta.column_names).cast(delta.schema), delta])
-        summed = rows.group_by(keys, use_threads=False).aggregate([(MULT, "sum")])
-        summed = summed.rename_columns([*keys, MULT]) if keys else summed.rename_columns([MULT])
-        self.tables[name] = summed.filter(pc.not_equal(summed[MULT], 0)).select(delta.column_names)
+        rows = pa.concat_tables([self.read(name).select(delta.column_names).cast(delta.schema), delta])
+        self.tables[name] = consolidate(rows, keys).select(delta.column_names).cast(delta.schema)
 
 
 def _ms_time(ms: int) -> datetime:
