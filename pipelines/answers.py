@@ -112,8 +112,11 @@ def _solutions(table: pa.Table, variables: tuple[str, ...]) -> list[list[str]]:
     return rows
 
 
-def _csv_value(term: str) -> str:
-    """SPARQL 1.1 CSV: IRIs and literals by their lexical value, blank nodes as _:label."""
+def _csv_value(term: str | None) -> str:
+    """SPARQL 1.1 CSV: IRIs and literals by their lexical value, blank nodes as _:label, unbound
+    (None) as an empty field."""
+    if term is None:
+        return ""
     parsed = parse_term(term)
     return f"_:{parsed.value}" if parsed.kind == "bnode" else parsed.value
 
@@ -133,11 +136,12 @@ def format_answers(table: pa.Table, variables: tuple[str, ...], fmt: str, ask: b
         return json.dumps({"head": {}, "boolean": value}) if fmt == "json" else ("true" if value else "false")
     solutions = _solutions(table, variables)
     if fmt == "json":
-        bindings = [{v: term_to_sparql_json(t) for v, t in zip(variables, row)} for row in solutions]
+        bindings = [{v: term_to_sparql_json(t) for v, t in zip(variables, row) if t is not None}
+                    for row in solutions]
         return json.dumps({"head": {"vars": list(variables)}, "results": {"bindings": bindings}}, indent=1)
     if fmt == "tsv":
         lines = ["\t".join(f"?{v}" for v in variables)]
-        lines += ["\t".join(row) for row in solutions]
+        lines += ["\t".join(t or "" for t in row) for row in solutions]
         return "\n".join(lines)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")
@@ -156,10 +160,11 @@ def format_changes(table: pa.Table, variables: tuple[str, ...], fmt: str) -> str
     rows = table.to_pylist()
     if fmt == "json":
         return json.dumps([{**{n: r[m] for n, m in zip(names, meta)},
-                            "binding": {v: term_to_sparql_json(r[v]) for v in variables}} for r in rows], indent=1)
+                            "binding": {v: term_to_sparql_json(r[v]) for v in variables if r[v] is not None}}
+                           for r in rows], indent=1)
     if fmt == "tsv":
         lines = ["\t".join(names + [f"?{v}" for v in variables])]
-        lines += ["\t".join([str(r[m]) for m in meta] + [r[v] for v in variables]) for r in rows]
+        lines += ["\t".join([str(r[m]) for m in meta] + [r[v] or "" for v in variables]) for r in rows]
         return "\n".join(lines)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\r\n")

@@ -10,17 +10,20 @@ import pyoxigraph as ox
 Triple = tuple[str, str, str]
 
 
-def oxigraph_store(triples: Iterable[Triple]) -> ox.Store:
+def oxigraph_store(triples: Iterable[Triple], named: Iterable[tuple[str, Triple]] = ()) -> ox.Store:
+    """A store with ``triples`` in its default graph and each ``(graph IRI, triple)`` of ``named``."""
     store = ox.Store()
     data = "".join(f"{s} {p} {o} .\n" for s, p, o in triples)
+    data += "".join(f"{s} {p} {o} {g} .\n" for g, (s, p, o) in named)
     if data:
-        store.load(data.encode(), format=ox.RdfFormat.N_TRIPLES)
+        store.load(data.encode(), format=ox.RdfFormat.N_QUADS)
     return store
 
 
-def oracle_bag(query: str, triples: Iterable[Triple], variables: tuple[str, ...]) -> Counter:
+def oracle_bag(query: str, triples: Iterable[Triple], variables: tuple[str, ...],
+               named: Iterable[tuple[str, Triple]] = ()) -> Counter:
     """SELECT results as a bag of tuples of N-Triples terms; ASK as Counter({(): 1}) or empty."""
-    result = oxigraph_store(triples).query(query)
+    result = oxigraph_store(triples, named).query(query)
     if isinstance(result, ox.QueryBoolean):
         return Counter({(): 1}) if bool(result) else Counter()
     bag: Counter = Counter()

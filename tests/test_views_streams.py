@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from views.errors import QuerySyntaxError, UnsupportedQuery
-from views.model import TIMESTAMP, Call, Compare, Const, Query, TriplePattern, Var
+from views.model import Compare, Const, Query, TriplePattern, Var
 from views.plan import QueryPlan, compile_query, explain
 from views.sparql import parse_query
 from views.streams import StreamWindow
@@ -156,22 +156,59 @@ def test_plain_sparql_is_modelled_as_before() -> None:
 
 
 # -- timestamp() ------------------------------------------------------------------------------------
-def test_timestamp_is_a_call_through_a_prefix_or_its_iri() -> None:
-    expected = (Compare(">", Call(TIMESTAMP, (Var("s"), Const(f"<{EX}p>"), Var("o"))),
-                        Const(f'"3"^^<{XSD}integer>')),)
+def test_timestamp_is_the_time_variable_of_its_pattern_through_a_prefix_or_its_iri() -> None:
     by_prefix = parse_query(f"{STAMP}{PREFIX}SELECT ?s "
                             "FROM STREAM ex:a [NOW] WHERE { ?s ex:p ?o FILTER(f:timestamp(?s, ex:p, ?o) > 3) }")
     by_iri = parse_query(f"{PREFIX}SELECT ?s WHERE {{ ?s ex:p ?o\n"
                          "FILTER(<http://larkc.eu/csparql/sparql/jena/ext#timestamp>(?s, ex:p, ?o) > 3) }")
-    assert by_prefix.filters == by_iri.filters == expected
+    for q in (by_prefix, by_iri):
+        assert q.patterns == (TriplePattern(Var("s"), f"<{EX}p>", Var("o"), Var("_t0")),)
+        assert q.filters == (Compare(">", Var("_t0"), Const(f'"3"^^<{XSD}integer>')),)
+        assert q.projection == ("s",)
 
 
-def test_compiling_timestamp_is_refused_until_the_engine_has_windows() -> None:
-    q = parse_query(f"{STAMP}{PREFIX}SELECT ?s\nFROM STREAM ex:a [RANGE 10s STEP 5s]\n"
+def test_timestamp_named_by_select_or_bind_and_shared_with_filters() -> None:
+    q = parse_query(f"{STAMP}{PREFIX}SELECT * FROM STREAM ex:a [NOW] WHERE {{ ?s ex:p ?o . ?o ex:q ?z "
+                    "BIND(f:timestamp(?s, ex:p, ?o) AS ?t) FILTER(f:timestamp(?s, ex:p, ?o) > 3 "
+                    "&& f:timestamp(?o, ex:q, ?z) < 9) }")
+    assert q.patterns == (TriplePattern(Var("s"), f"<{EX}p>", Var("o"), Var("t")),
+                          TriplePattern(Var("o"), f"<{EX}q>", Var("z"), Var("_t0")))
+    assert q.projection == ("s", "o", "t", "z")      # SELECT *: the BIND's ?t, not the unnamed _t0
+    selected = parse_query(f"{STAMP}{PREFIX}SELECT ?s (f:timestamp(?s, ex:p, ?o) AS ?when) FROM STREAM ex:a [NOW] "
+                           "WHERE { ?s ex:p ?o }")
+    assert selected.patterns == (TriplePattern(Var("s"), f"<{EX}p>", Var("o"), Var("when")),)
+    assert selected.projection == ("s", "when")
+    scoped = parse_query(f"{STAMP}{PREFIX}SELECT ?s FROM STREAM ex:a [NOW] WHERE {{ ?s ex:p ?o "
+                         "BIND(f:timestamp(?s, ex:p, ?o) AS ?t) FILTER(?t > 3) }")
+    assert scoped.filters == (Compare(">", Var("t"), Const(f'"3"^^<{XSD}integer>')),)   # a BIND is in scope
+
+
+def test_compiling_timestamp_needs_a_stream_window() -> None:
+    q = parse_query(f"{STAMP}{PREFIX}SELECT ?s\nFROM <http://example.org/g>\n"
                     "WHERE { ?s ex:p ?o\n FILTER(f:timestamp(?s, ex:p, ?o) > 3) }")
     with pytest.raises(UnsupportedQuery) as info:
         compile_query(q, "stamps")
-    assert str(info.value) == "query stamps: timestamp() needs a window: not supported yet (line 6)"
+    assert str(info.value) == ("query stamps: timestamp() needs a FROM STREAM window: the event time it gives "
+                               "is that of the triple in the current window (line 6)")
+    windowed = compile_query(parse_query(f"{STAMP}{PREFIX}SELECT ?s (f:timestamp(?s, ex:p, ?o) AS ?t)\n"
+                                         "FROM STREAM ex:a [RANGE 10s STEP 5s] WHERE { ?s ex:p ?o }"), "stamps")
+    assert windowed.stamps == ("t",)
+    assert windowed.views[0].positions == (("s", "v0"), ("o", "v1"), ("t", "v2"))
+
+
+@pytest.mark.parametrize("where,message", [
+    ("?s ex:p ?o\n FILTER(f:timestamp(?s, ex:q, ?o) > 3)",
+     "timestamp(?s <http://example.org/q> ?o) must name one of the query's triple patterns (line 5)"),
+    ("?s ex:p ?o\n BIND(f:timestamp(?s, ex:p, ?o) AS ?o)",
+     "?o is bound twice (AS may not name a variable of the pattern) (line 4)"),
+    ("?s ex:p ?o\n BIND(f:timestamp(?s, ex:p, ?o) AS ?a)\n BIND(f:timestamp(?s, ex:p, ?o) AS ?b)",
+     "timestamp() of one triple pattern is named ?a and ?b (line 5)"),
+    ("?s ex:p ?o\n BIND(str(?s) AS ?a)", "BIND is not supported (line 5)"),
+])
+def test_timestamp_refusals(where: str, message: str) -> None:
+    with pytest.raises(UnsupportedQuery) as info:
+        parse_query(f"{STAMP}{PREFIX}SELECT *\nWHERE {{ {where} }}", "q.rq")
+    assert str(info.value) == f"query q.rq: {message}"
 
 
 @pytest.mark.parametrize("args", ["?s, ?o", "?s, ex:p, str(?o)", ""])

@@ -23,6 +23,7 @@ class Window:
     open_ms: int
     close_ms: int
     graph: frozenset[Triple]
+    stamps: dict[Triple, int] = field(default_factory=dict)   # timestamp() of the stream triples
 
 
 @dataclass
@@ -77,14 +78,21 @@ class Model:
         out = []
         for c in closes:
             graph = set(self._background())
+            stamps: dict[Triple, int] = {}
             for stream, r in self.ranges.items():
                 last: dict[Triple, Message] = {}
+                inserted: dict[Triple, int] = {}
                 for m in sorted((m for m in self.accepted if m.stream == stream and c - r <= m.time < c),
                                 key=lambda m: (m.time, m.seq)):
                     last[m.triple] = m
-                graph |= {t for t, m in last.items() if m.op == "+"}
+                    if m.op == "+":
+                        inserted[m.triple] = m.time
+                present = {t for t, m in last.items() if m.op == "+"}
+                graph |= present
+                for t in present:           # the latest insert in the extent of a stream holding it
+                    stamps[t] = max(stamps.get(t, inserted[t]), inserted[t])
             self.emitted += 1
-            out.append(Window(self.emitted, c - longest, c, frozenset(graph)))
+            out.append(Window(self.emitted, c - longest, c, frozenset(graph), stamps))
             self.last_close = c
         return out
 
@@ -101,6 +109,9 @@ class Model:
             end = n + self.emitted * self.step
             inserts = self.accepted[end - n:end]
             graph = frozenset({m.triple for m in inserts} | self._background())
+            stamps: dict[Triple, int] = {}
+            for m in inserts:
+                stamps[m.triple] = max(stamps.get(m.triple, m.time), m.time)
             self.emitted += 1
-            out.append(Window(self.emitted, inserts[0].time, inserts[-1].time + 1, graph))
+            out.append(Window(self.emitted, inserts[0].time, inserts[-1].time + 1, graph, stamps))
         return out

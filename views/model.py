@@ -27,21 +27,28 @@ Node = Union[Var, str]
 
 @dataclass(frozen=True)
 class TriplePattern:
+    """A triple pattern; ``t``, a windowed query's C-SPARQL ``timestamp()`` of this very pattern,
+    is the variable bound to the matched triple's event time (a fourth position, so the views and
+    delta rules carry it like any other variable)."""
+
     s: Node
     p: Node
     o: Node
+    t: Var | None = None
 
     def nodes(self) -> tuple[tuple[str, Node], ...]:
-        """``(position, node)`` in s, p, o order."""
-        return (("s", self.s), ("p", self.p), ("o", self.o))
+        """``(position, node)`` in s, p, o (then t) order."""
+        spo: tuple[tuple[str, Node], ...] = (("s", self.s), ("p", self.p), ("o", self.o))
+        return spo if self.t is None else (*spo, ("t", self.t))
 
     def variables(self) -> tuple[str, ...]:
-        """Distinct variable names in order of first appearance (s, p, o)."""
+        """Distinct variable names in order of first appearance (s, p, o, t)."""
         return tuple(dict.fromkeys(n.name for _, n in self.nodes() if isinstance(n, Var)))
 
     def text(self) -> str:
-        """SPARQL-like spelling, e.g. ``?x <http://x/knows> ?y``."""
-        return " ".join(f"?{n.name}" if isinstance(n, Var) else n for _, n in self.nodes())
+        """SPARQL-like spelling, e.g. ``?x <http://x/knows> ?y`` (``... TIMESTAMP ?t`` with a time)."""
+        spo = " ".join(f"?{n.name}" if isinstance(n, Var) else n for n in (self.s, self.p, self.o))
+        return spo if self.t is None else f"{spo} TIMESTAMP ?{self.t.name}"
 
 
 # -- FILTER expressions ---------------------------------------------------------------------------
@@ -96,8 +103,8 @@ FUNCTIONS: dict[str, bool] = {
 }
 
 
-#: C-SPARQL's ``timestamp(s, p, o)``: the event time of the stream triple s p o. Not a SPARQL
-#: built-in, so no FILTER compiles it: it needs the windows the engine does not have yet.
+#: C-SPARQL's ``timestamp(s, p, o)`` as the parser reads it; it then becomes the time variable
+#: (:attr:`TriplePattern.t`) of the pattern it names, so no FILTER ever compiles the call itself.
 TIMESTAMP = "TIMESTAMP"
 
 
@@ -136,21 +143,24 @@ def expr_variables(expr: Expr) -> tuple[str, ...]:
     return tuple(dict.fromkeys(e.name for e in walk(expr) if isinstance(e, Var)))
 
 
+def rebuild(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
+    """``expr`` with each direct sub-expression replaced by ``fn(sub)`` (leaves unchanged)."""
+    if isinstance(expr, Not):
+        return Not(fn(expr.arg))
+    if isinstance(expr, (And, Or)):
+        return type(expr)(tuple(fn(a) for a in expr.args))
+    if isinstance(expr, Compare):
+        return Compare(expr.op, fn(expr.left), fn(expr.right))
+    if isinstance(expr, Call):
+        return Call(expr.name, tuple(fn(a) for a in expr.args))
+    return expr
+
+
 def map_vars(expr: Expr, fn: Callable[[Var], Expr]) -> Expr:
     """``expr`` with every :class:`Var` replaced by ``fn(var)`` (renaming, or unbinding)."""
     if isinstance(expr, Var):
         return fn(expr)
-    if isinstance(expr, Not):
-        return Not(map_vars(expr.arg, fn))
-    if isinstance(expr, And):
-        return And(tuple(map_vars(a, fn) for a in expr.args))
-    if isinstance(expr, Or):
-        return Or(tuple(map_vars(a, fn) for a in expr.args))
-    if isinstance(expr, Compare):
-        return Compare(expr.op, map_vars(expr.left, fn), map_vars(expr.right, fn))
-    if isinstance(expr, Call):
-        return Call(expr.name, tuple(map_vars(a, fn) for a in expr.args))
-    return expr
+    return rebuild(expr, lambda sub: map_vars(sub, fn))
 
 
 def conjuncts(expr: Expr) -> tuple[Expr, ...]:

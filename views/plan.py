@@ -25,8 +25,8 @@ from typing import Sequence
 from .decompose import Part, decompose, delta_orders, overlap_edges, query_class, star_decomposition
 from .errors import UnsupportedQuery
 from .filters import TRUE, filter_sql
-from .model import (TIMESTAMP, And, Call, Expr, Query, TriplePattern, Unbound, Var, conjuncts, expr_text,
-                    expr_variables, map_vars, validate_name, walk)
+from .model import (And, Expr, Query, TriplePattern, Unbound, Var, conjuncts, expr_text, expr_variables,
+                    map_vars, validate_name)
 from .source import Source
 from .streams import TIMESTAMP_CALL, StreamWindow
 
@@ -83,6 +83,13 @@ class QueryPlan:
     output_stream: str | None = None          # REGISTER STREAM: where each window's triples go (bare IRI)
 
     @property
+    def stamps(self) -> tuple[str, ...]:
+        """The query variables bound to a ``timestamp()`` (a view's ``t`` position), in plan order."""
+        views = {v.id: v for v in self.views}
+        return tuple(dict.fromkeys(dict(ref.bind)[col] for c in self.components for ref in c.patterns
+                                   for pos, col in views[ref.view].positions if pos == "t"))
+
+    @property
     def windowed(self) -> bool:
         """Whether the query reads streams' windows or background graphs rather than the whole graph."""
         return bool(self.streams or self.graphs)
@@ -122,9 +129,10 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: 
     validate_name(name)
     _check_dataset(query, name, lateness_ms)
     output = _output_stream(query, name, output_stream)
-    if any(isinstance(e, Call) and e.name == TIMESTAMP for f in query.filters for e in walk(f)):
+    if any(t.t is not None for t in query.patterns) and not query.streams:
         where = Source(query.text).where(TIMESTAMP_CALL, in_parens=True)
-        raise UnsupportedQuery(f"query {name}: timestamp() needs a window: not supported yet{where}")
+        raise UnsupportedQuery(f"query {name}: timestamp() needs a FROM STREAM window: the event time it "
+                               f"gives is that of the triple in the current window{where}")
     patterns = query.patterns
     parts = decompose(patterns)
     pushed: dict[int, list[Expr]] = {i: [] for i in range(len(patterns))}
@@ -154,13 +162,13 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: 
 
 def construct(template: Sequence[Sequence[str]], bindings: Sequence[dict[str, str]]) -> list[tuple[str, str, str]]:
     """The distinct triples a CONSTRUCT template makes from ``bindings`` (variable name to N-Triples
-    term), sorted; as in SPARQL, an instance that is not a valid triple (a subject that is a
-    literal, a predicate that is not an IRI) is left out."""
+    term, None when unbound), sorted; as in SPARQL, an instance that is not a valid triple (an
+    unbound position, a subject that is a literal, a predicate that is not an IRI) is left out."""
     out = set()
     for binding in bindings:
         for pattern in template:
             s, p, o = (binding[n[1:]] if n.startswith("?") else n for n in pattern)
-            if not s.startswith('"') and p.startswith("<"):
+            if s is not None and p is not None and o is not None and not s.startswith('"') and p.startswith("<"):
                 out.add((s, p, o))
     return sorted(out)
 
@@ -319,4 +327,5 @@ def _pattern_text(ref: PatternRef, view: ViewDef) -> str:
     """The query's triple pattern, rebuilt from its view and bindings."""
     var_of = dict(ref.bind)
     at = {pos: f"?{var_of[col]}" for pos, col in view.positions}
-    return " ".join(at.get(pos) or str(const) for pos, const in (("s", view.s), ("p", view.p), ("o", view.o)))
+    text = " ".join(at.get(pos) or str(const) for pos, const in (("s", view.s), ("p", view.p), ("o", view.o)))
+    return text + (f" TIMESTAMP {at['t']}" if "t" in at else "")

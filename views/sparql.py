@@ -18,11 +18,15 @@ Choices worth knowing:
 * A projected variable that no triple pattern binds is refused (it would be unbound in every row).
 * C-SPARQL (:mod:`views.streams`): the ``REGISTER`` header and the stream windows are read and
   blanked before rdflib parses the rest; ``FROM`` clauses reach rdflib as SPARQL dataset clauses,
-  and C-SPARQL's ``timestamp(?s, ?p, ?o)`` becomes a :data:`~views.model.TIMESTAMP` call.
+  and C-SPARQL's ``timestamp(?s, ?p, ?o)`` must name one of the query's triple patterns: it becomes
+  that pattern's time variable (:attr:`~views.model.TriplePattern.t`), named by ``(timestamp(...)
+  AS ?t)`` in SELECT or ``BIND(timestamp(...) AS ?t)``, else a fresh ``_t0``, ``_t1``... A timestamp
+  of a triple outside the pattern would be an OPTIONAL lookup, which the BGP engine does not have.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any, Callable, Iterator
 
 from pyparsing import ParseBaseException
@@ -36,7 +40,7 @@ from schemas.tables import RESERVED_COLUMNS
 
 from .errors import QuerySyntaxError, UnsupportedQuery
 from .model import (COMPARISONS, FUNCTIONS, TIMESTAMP, And, Call, Compare, Const, Expr, Not, Or, Query,
-                    TriplePattern, Unbound, Var, walk)
+                    TriplePattern, Unbound, Var, rebuild, walk)
 from .source import Source, keyword
 from .streams import TIMESTAMP_CALL, TIMESTAMP_IRI, Clauses, strip
 from .terms import XSD, XSD_STRING, literal
@@ -93,7 +97,9 @@ class _Parser:
         self.clauses = clauses
         self.select_nth = 0                 # which SELECT keyword a subquery starts at
         self.groups = 0                     # BGPs seen (a blank node may not span two)
-        self.fresh_names: set[str] = set()  # variables standing for blank nodes
+        self.fresh_names: set[str] = set()  # variables standing for blank nodes and unnamed timestamps
+        self.stamps: list[tuple[str, tuple[Expr, ...]]] = []   # (?t, timestamp() arguments) of each AS
+        self.select_as: set[str] = set()    # the variables of SELECT's (expression AS ?v) items
 
     # -- errors ----------------------------------------------------------------------------------
     def refuse(self, what: str, pattern: str | None = None, nth: int = 0,
@@ -118,13 +124,15 @@ class _Parser:
         distinct = algebra.p.name == "Distinct" or form == "construct"     # a CONSTRUCT builds a graph
         project = algebra.p.p if algebra.p.name in ("Distinct", "Reduced") else algebra.p
         found: list[tuple[int, tuple]] = []
+        self.select_as = {str(item["evar"]) for item in node.projection or [] if "evar" in item}
         filters = self.pattern(project.p, found)
         if not found:
             raise self.refuse("a query without any triple pattern is not supported")
         taken = ({str(t) for _, triple in found for t in triple if isinstance(t, Variable)}
-                 | {str(item["var"]) for item in node.projection or []}
+                 | {_projected(item) for item in node.projection or []}
                  | {e.name for f in filters for e in walk(f) if isinstance(e, (Var, Unbound))})
         patterns = self._patterns(found, _source_order(node.where), taken)
+        patterns, filters = self._timestamps(patterns, filters, taken)
         variables = tuple(dict.fromkeys(v for t in patterns for v in t.variables()))
         template = self._template(algebra.template, variables) if form == "construct" else ()
         if form == "construct":
@@ -196,6 +204,8 @@ class _Parser:
             if "expr" in item:
                 if any(n.name.startswith("Aggregate_") for n in _comp_values(item["expr"])):
                     raise self.refuse("aggregates are not supported", _AGGREGATE_RE)
+                if any(n.name == "Function" for n in _comp_values(item["expr"])):
+                    continue                # maybe a timestamp(): the algebra's Extend decides
                 raise self.refuse(f"SELECT expressions (... AS ?{item['evar']}) are not supported",
                                   keyword("AS"))
         for key, what, word in (("groupby", "GROUP BY", r"GROUP\s+BY"), ("having", "HAVING", "HAVING"),
@@ -210,7 +220,7 @@ class _Parser:
         items = node.projection
         if not items:
             return tuple(v for v in variables if v not in self.fresh_names)
-        names = tuple(dict.fromkeys(str(item["var"]) for item in items))
+        names = tuple(dict.fromkeys(_projected(item) for item in items))
         for name in names:
             if name not in variables:
                 raise self.refuse(f"projecting ?{name}, which no triple pattern binds, is not supported",
@@ -258,13 +268,28 @@ class _Parser:
             found.append((self.groups, tuple(triple)))
         return []
 
+    def _node_Extend(self, node: CompValue, found: list[tuple[int, tuple]]) -> list[Expr]:
+        """``BIND(timestamp(...) AS ?t)`` or ``SELECT (timestamp(...) AS ?t)``: names a pattern's
+        time variable; any other expression is refused."""
+        expr = node.expr
+        if not (isinstance(expr, CompValue) and expr.name == "Function" and expr.iri == _TIMESTAMP):
+            if str(node.var) in self.select_as:
+                raise self.refuse(f"SELECT expressions (... AS ?{node.var}) other than timestamp() are not "
+                                  "supported", keyword("AS"))
+            raise self.refuse(*_REFUSED_PATTERNS["Extend"])
+        inner = self.pattern(node.p, found)
+        scope = {str(t) for _, triple in found for t in triple if isinstance(t, Variable)}
+        self.stamps.append((str(node.var), self._expr_Function(expr, scope).args))
+        return inner
+
     def _node_Join(self, node: CompValue, found: list[tuple[int, tuple]]) -> list[Expr]:
         return self.pattern(node.p1, found) + self.pattern(node.p2, found)
 
     def _node_Filter(self, node: CompValue, found: list[tuple[int, tuple]]) -> list[Expr]:
-        start = len(found)
+        start, binds = len(found), len(self.stamps)
         inner = self.pattern(node.p, found)
-        scope = {str(t) for _, triple in found[start:] for t in triple if isinstance(t, Variable)}
+        scope = ({str(t) for _, triple in found[start:] for t in triple if isinstance(t, Variable)}
+                 | {name for name, _ in self.stamps[binds:]})      # a group's BINDs are in its scope
         return inner + [self.expr(node.expr, scope)]
 
     # -- expressions: one method per algebra node -----------------------------------------------
@@ -342,6 +367,49 @@ class _Parser:
         return Call("REGEX", tuple(args))
 
     # -- patterns to the model -------------------------------------------------------------------
+    def _timestamps(self, patterns: tuple[TriplePattern, ...], filters: list[Expr],
+                    taken: set[str]) -> tuple[tuple[TriplePattern, ...], list[Expr]]:
+        """Each ``timestamp(s, p, o)`` made the time variable of the pattern ``s p o``: the one its
+        ``AS`` names, else a fresh ``_tN``; FILTER calls become that variable."""
+        by_triple = {(t.s, t.p, t.o): t for t in patterns}
+        variables = {v for t in patterns for v in t.variables()}
+        named: dict[tuple, str] = {}
+
+        def triple_of(args: tuple[Expr, ...]) -> tuple:
+            key = tuple(Var(a.name) if isinstance(a, (Var, Unbound)) else a.term for a in args)
+            if key not in by_triple:
+                text = " ".join(f"?{n.name}" if isinstance(n, Var) else n for n in key)
+                raise self.refuse(f"timestamp({text}) must name one of the query's triple patterns",
+                                  TIMESTAMP_CALL, in_parens=True)
+            return key
+
+        for name, args in self.stamps:
+            key = triple_of(args)
+            if name in variables:
+                raise self.refuse(f"?{name} is bound twice (AS may not name a variable of the pattern)",
+                                  rf"[?$]{re.escape(name)}(?!\w)")
+            if named.setdefault(key, name) != name:
+                raise self.refuse(f"timestamp() of one triple pattern is named ?{named[key]} and ?{name}",
+                                  keyword("AS"))
+        calls = [e for f in filters for e in walk(f) if isinstance(e, Call) and e.name == TIMESTAMP]
+        fresh = _fresh_names(taken | set(named.values()), "_t")
+        for call in calls:
+            key = triple_of(call.args)
+            if key not in named:
+                named[key] = next(fresh)
+                self.fresh_names.add(named[key])
+        if not named:
+            return patterns, filters
+        patterns = tuple(replace(t, t=Var(named[(t.s, t.p, t.o)])) if (t.s, t.p, t.o) in named else t
+                         for t in patterns)
+
+        def stamp(expr: Expr) -> Expr:
+            if isinstance(expr, Call) and expr.name == TIMESTAMP:
+                return Var(named[triple_of(expr.args)])
+            return rebuild(expr, stamp)
+
+        return patterns, [stamp(f) for f in filters]
+
     def _patterns(self, found: list[tuple[int, tuple]], order: dict[tuple, int],
                   taken: set[str]) -> tuple[TriplePattern, ...]:
         """Distinct triple patterns in source order, blank nodes renamed to fresh variables (none
@@ -379,15 +447,20 @@ _ARITHMETIC_RE = r"[*/]|(?<=[\s()\"'])[-+](?![\d.])|[?$]\w+\s*[-+]"
 _PATH_OPERATOR_RE = r"(?<![|^])\|(?!\|)|(?<![\^\w])\^(?!\^)|/|(?<![\w!])!(?!=)|(?<=[\w>)])[*+?](?=\s)"
 
 
+def _projected(item: CompValue) -> str:
+    """The variable a SELECT item projects: ``?x``, or the ``?t`` of ``(expression AS ?t)``."""
+    return str(item["var"] if "var" in item else item["evar"])
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _fresh_names(taken: set[str]) -> Iterator[str]:
-    """``_b0``, ``_b1``, ... skipping names the query uses."""
+def _fresh_names(taken: set[str], prefix: str = "_b") -> Iterator[str]:
+    """``_b0``, ``_b1``, ... (or another ``prefix``) skipping names the query uses."""
     i = 0
     while True:
-        name = f"_b{i}"
+        name = f"{prefix}{i}"
         if name not in taken:
             yield name
         i += 1

@@ -18,11 +18,11 @@ from ..spark import SparkSource, master_of
 from ..storage import TableStore
 from .bgp import QueryMaintainer, state_tables
 from .runner import choose_engine, zset_engine
-from .step import change_rows, changes_schema
+from .step import change_rows, changes_schema, gold_schema
 from .views import triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow, view_schema
 from .windowed import run_windowed, window_tables
 from .windows import Progress
-from .zsets import ZSetEngine, binding_schema
+from .zsets import ZSetEngine
 
 
 class RegistrationError(ValueError):
@@ -93,7 +93,7 @@ def register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str
     for name, schema in maintainer.tables().items():
         store.create(name, schema)
         store.append(name, result.state[name])
-    store.create(gold_table(plan.name), binding_schema(plan.projection))
+    store.create(gold_table(plan.name), gold_schema(plan))
     store.append(gold_table(plan.name), result.gold)
     store.create(changes_table(plan.name), changes_schema(plan))
     store.append(changes_table(plan.name), change_rows(plan, at, result.gold))
@@ -109,7 +109,7 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
     batches), the others wait for the next run. Returns the query's progress after it."""
     tables = {v.id: view_schema(v) for v in plan.views}
     tables.update(state_tables(plan))
-    tables.update({gold_table(plan.name): binding_schema(plan.projection),
+    tables.update({gold_table(plan.name): gold_schema(plan),
                    changes_table(plan.name): changes_schema(plan)})
     tables.update(window_tables(plan))
     for name, schema in tables.items():

@@ -22,10 +22,26 @@ from ..lake import BatchRecord, changes_table, gold_table
 from ..storage import TableStore, Txn
 from .bgp import GOLD, QueryMaintainer
 from .views import compute_view_changes, probe_arrow, probe_spark
-from .zsets import ZSetEngine
+from .zsets import ZSetEngine, binding_schema
 
 #: The window an answer change belongs to: (window number, close in epoch ms).
 WindowTag = tuple[int, int]
+
+
+def gold_schema(plan: QueryPlan) -> pa.Schema:
+    """Schema of a query's answer table: a projected ``timestamp()`` may be unbound (a triple in
+    a background graph and in no window has none)."""
+    return binding_schema(plan.projection, nullable=plan.stamps)
+
+
+def unbind_stamps(plan: QueryPlan, gold: pa.Table) -> pa.Table:
+    """An answer change with the engine's '' (no time) in projected timestamps made unbound: inside
+    the engine '' keeps join and grouping keys null-free; answers say unbound as SPARQL does."""
+    for name in set(plan.stamps) & set(plan.projection):
+        i = gold.schema.get_field_index(name)
+        column = gold[name]
+        gold = gold.set_column(i, name, pc.if_else(pc.equal(column, ""), pa.scalar(None, pa.string()), column))
+    return gold.cast(gold_schema(plan))
 
 
 def changes_schema(plan: QueryPlan) -> pa.Schema:
@@ -36,7 +52,7 @@ def changes_schema(plan: QueryPlan) -> pa.Schema:
     if plan.streams:
         meta += [pa.field(S.WINDOW, pa.int64(), nullable=False), pa.field(S.CLOSE_MS, pa.int64(), nullable=False)]
     meta += [pa.field(S.SIGN, pa.string(), nullable=False), pa.field(S.COUNT, pa.int64(), nullable=False)]
-    return pa.schema(meta + [pa.field(v, pa.string(), nullable=False) for v in plan.projection])
+    return pa.schema(meta + list(gold_schema(plan).remove(len(plan.projection))))
 
 
 def change_rows(plan: QueryPlan, record: BatchRecord, gold: pa.Table, window: WindowTag | None = None) -> pa.Table:
@@ -103,7 +119,7 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan]) -> Step:
         schemas.update({(m.plan.name, key): schema for key, schema in m.schemas().items()})
     results = z.collect(outputs, schemas)
     state = {m.plan.name: {t: results[(m.plan.name, t)] for t in m.tables()} for m in maintainers}
-    gold = {m.plan.name: results[(m.plan.name, GOLD)] for m in maintainers}
+    gold = {m.plan.name: unbind_stamps(m.plan, results[(m.plan.name, GOLD)]) for m in maintainers}
     return Step(views, changes.deltas, len(changes.noop_seqs), state, gold)
 
 

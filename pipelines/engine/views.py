@@ -7,8 +7,9 @@ is present afterwards; comparing that with the view before the batch gives a +1/
 Inserting a present triple and deleting an absent one are counted as no-ops.
 
 A *probe* finds each view's matching messages and, for the keys they touch, whether the key is in
-the view before the batch, as rows of one common shape (``_view``, ``seq``, ``op``, ``c0..c2``
-padded with '', at most three variable positions; a presence row has a null ``seq``). Spark probes
+the view before the batch, as rows of one common shape (``_view``, ``seq``, ``op``, ``c0..c3``
+padded with '', at most four variable positions: s, p, o and a windowed query's timestamp ``t``; a
+presence row has a null ``seq``). Spark probes
 in one collect (:func:`probe_spark`); the Arrow engine probes in process (:func:`probe_arrow`),
 reading only the views some message matches. The walk in ``seq`` order is then done on those few
 rows in Arrow.
@@ -28,7 +29,7 @@ from pyspark.sql import functions as F
 from schemas.tables import MULT
 from views.plan import ViewDef
 
-_PAD = ("c0", "c1", "c2")
+_PAD = ("c0", "c1", "c2", "c3")
 
 
 def view_schema(view: ViewDef) -> pa.Schema:
@@ -87,7 +88,7 @@ def view_rows(graph: DataFrame, view: ViewDef) -> DataFrame:
 
 
 def _shaped(rows: DataFrame, view: ViewDef, *extra) -> DataFrame:
-    """A view's rows in the common shape: ``_view``, ``extra`` columns, ``c0..c2`` padded with ''.
+    """A view's rows in the common shape: ``_view``, ``extra`` columns, ``c0..c3`` padded with ''.
     N-Triples terms are never empty, so '' is a safe pad that keeps the keys null-free for joins."""
     pads = [F.col(c).alias(_PAD[i]) for i, c in enumerate(view.columns)]
     pads += [F.lit("").alias(p) for p in _PAD[len(view.columns):]]

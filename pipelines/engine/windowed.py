@@ -110,7 +110,7 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     progress = Progress.last(base(progress_table(plan.name)))
     step = window_step(Clock.of(plan.streams, plan.lateness_ms), [bare(g) for g in plan.graphs], progress,
                        base(buffer_table(plan.name)), lambda: base(background_table(plan.name)),
-                       timed_messages(rows), record.batch, flush)
+                       timed_messages(rows), record.batch, flush, stamps=bool(plan.stamps))
     overlay = _Overlay(base)
     answers, gold_version = progress.answers, versions.get(gold_table(plan.name), 0)
     log, answer_changes = [], 0

@@ -30,9 +30,12 @@ from views.windows import Clock
 
 TRIPLE = ["s", "p", "o"]
 _NO_TRIPLES = pa.schema([(c, pa.string()) for c in TRIPLE])
-#: The shape of the messages the operator emits (what view maintenance reads).
+#: The shape of the messages the operator emits (what view maintenance reads): ``t`` is the triple's
+#: ``timestamp()`` in the window the message moves to (a delete's: in the window it leaves), '' when
+#: the triple is in no stream's window (background graphs only) or the query asks for no timestamp.
 MESSAGES = pa.schema([("seq", pa.int64()), ("op", pa.string()), ("s", pa.string()), ("p", pa.string()),
-                      ("o", pa.string())])
+                      ("o", pa.string()), ("t", pa.string())])
+_XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 
 
 @dataclass(frozen=True)
@@ -145,32 +148,61 @@ class _Positions:
         return self.rows.slice(int(i), int(j - i))
 
 
-def _messages(candidates: pa.Table, in_window: list[pa.Table], background: Callable[[], pa.Table]) -> pa.Table:
-    """One message per candidate triple: insert when the triple is in the new window's graph (in
-    some stream's extent, its last message there an insert; or in a background graph), else delete."""
-    if candidates.num_rows == 0:
-        return MESSAGES.empty_table()
+def _graph(candidates: pa.Table, in_window: list[pa.Table], background: Callable[[], pa.Table]) -> pa.Table:
+    """The candidate triples in a window's graph (in some stream's extent with its last message
+    there an insert, or in a background graph), with ``t``: the latest event time of the triple's
+    inserts in the extents where it is present, as an xsd:integer term ('' when it is in none)."""
     rows = _concat(in_window).join(candidates, keys=TRIPLE, join_type="left semi")
     last = _last_op(rows, ["stream", *TRIPLE], ["pos", "seq"])
-    present = [last.filter(pc.equal(last["op"], "insert")).select(TRIPLE),
-               background().select(TRIPLE).join(candidates, keys=TRIPLE, join_type="left semi")]
-    present = _distinct(_concat(present), TRIPLE)
+    on_streams = last.filter(pc.equal(last["op"], "insert")).select(["stream", *TRIPLE])
+    inserts = rows.filter(pc.equal(rows["op"], "insert"))
+    latest = inserts.group_by(["stream", *TRIPLE], use_threads=False).aggregate([("time_ms", "max")])
+    stamped = (on_streams.join(latest, keys=["stream", *TRIPLE])
+               .group_by(TRIPLE, use_threads=False).aggregate([("time_ms_max", "max")]))
+    terms = pc.binary_join_element_wise('"', pc.cast(stamped["time_ms_max_max"], pa.string()),
+                                        f'"^^<{_XSD_INTEGER}>', "")
+    stamped = stamped.select(TRIPLE).append_column("t", terms)
+    backed = _distinct(background().select(TRIPLE).join(candidates, keys=TRIPLE, join_type="left semi"), TRIPLE)
+    backed = backed.join(stamped.select(TRIPLE), keys=TRIPLE, join_type="left anti")
+    return _concat([stamped, backed.append_column("t", pa.repeat(pa.scalar("", pa.string()), backed.num_rows))])
+
+
+def _messages(candidates: pa.Table, in_window: list[pa.Table], background: Callable[[], pa.Table]) -> pa.Table:
+    """One message per candidate triple: insert when the triple is in the new window's graph, else
+    delete (its ``t`` left '': the query asks for no timestamp)."""
+    if candidates.num_rows == 0:
+        return MESSAGES.empty_table()
+    present = _graph(candidates, in_window, background).select(TRIPLE)
     marked = candidates.join(present.append_column("_in", pa.repeat(True, present.num_rows)),
                              keys=TRIPLE, join_type="left outer")
     op = pc.if_else(pc.fill_null(marked["_in"], False), "insert", "delete")
     seq = pa.array(np.arange(marked.num_rows, dtype=np.int64))
-    return pa.table([seq, op, marked["s"], marked["p"], marked["o"]], schema=MESSAGES)
+    blank = pa.repeat(pa.scalar("", pa.string()), marked.num_rows)
+    return pa.table([seq, op, marked["s"], marked["p"], marked["o"], blank], schema=MESSAGES)
+
+
+def _stamped_messages(before: pa.Table, after: pa.Table) -> pa.Table:
+    """Messages for a query that reads ``timestamp()``: a triple whose time changes is deleted with
+    its old time and inserted with its new one (to a view without a time column, a no-op pair), so
+    every delete (``before`` the slide) precedes every insert (``after`` it)."""
+    gone = before.join(after, keys=[*TRIPLE, "t"], join_type="left anti")
+    rows = [gone.append_column("op", pa.repeat(pa.scalar("delete", pa.string()), gone.num_rows)),
+            after.append_column("op", pa.repeat(pa.scalar("insert", pa.string()), after.num_rows))]
+    out = _concat(rows)
+    seq = pa.array(np.arange(out.num_rows, dtype=np.int64))
+    return pa.table([seq, out["op"], out["s"], out["p"], out["o"], out["t"]], schema=MESSAGES)
 
 
 def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, buffer: pa.Table,
                 background: Callable[[], pa.Table], messages: pa.Table, batch: int,
-                flush: bool = False) -> WindowStep:
+                flush: bool = False, stamps: bool = False) -> WindowStep:
     """The windows batch ``batch`` emits for one query and its state changes.
 
     ``messages`` are the batch's bronze rows (``seq``, ``time_ms``, ``op``, ``s``, ``p``, ``o``,
     ``stream``) in ``seq`` order; ``buffer``, ``background`` (read only when a background message
     is to be applied) and ``progress`` the query's state at the batch's start; ``clock`` None for a
-    query with background graphs only.
+    query with background graphs only; ``stamps`` whether the query reads ``timestamp()`` (its
+    messages then carry times, which costs the previous window's graph of the candidates too).
     """
     streams = clock.streams if clock else ()
     background = cache(background) if graphs else (lambda: S.WINDOW_BACKGROUND.empty_table())
@@ -220,7 +252,14 @@ def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, 
         candidates = _distinct(_concat([c.select(TRIPLE) for c in changed] + [_NO_TRIPLES.empty_table()]), TRIPLE)
         extents = clock.extents(close).items() if clock else ()
         in_window = [by_stream[s].between(lo, hi) for s, (lo, hi) in extents] + [S.WINDOW_BUFFER.empty_table()]
-        msgs = _messages(candidates, in_window, background if bg_now is None else (lambda: bg_now))
+        after = background if bg_now is None else (lambda: bg_now)
+        if stamps and candidates.num_rows:
+            spans = clock.extents(previous).items() if previous is not None else ()
+            in_before = [by_stream[s].between(lo, hi) for s, (lo, hi) in spans] + [S.WINDOW_BUFFER.empty_table()]
+            msgs = _stamped_messages(_graph(candidates, in_before, background if k == 0 else after),
+                                     _graph(candidates, in_window, after))
+        else:
+            msgs = _messages(candidates, in_window, after)
         if clock is None:
             emissions.append(Emission(None, None, None, msgs))
             continue

@@ -26,9 +26,10 @@ Frame = TypeVar("Frame")
 Key = TypeVar("Key")
 
 
-def binding_schema(columns: Sequence[str]) -> pa.Schema:
-    """Schema of a bag of bindings: one string column per variable and the multiplicity."""
-    return pa.schema([pa.field(c, pa.string(), nullable=False) for c in columns]
+def binding_schema(columns: Sequence[str], nullable: Sequence[str] = ()) -> pa.Schema:
+    """Schema of a bag of bindings: one string column per variable (unbound allowed only in the
+    ``nullable`` ones) and the multiplicity."""
+    return pa.schema([pa.field(c, pa.string(), nullable=c in nullable) for c in columns]
                      + [pa.field(MULT, pa.int64(), nullable=False)])
 
 

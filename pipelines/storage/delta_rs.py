@@ -162,7 +162,8 @@ class DeltaRsStore:
         source = self._arrow(name, data)
         if source.num_rows == 0 and txn is None:
             return False
-        on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys) or "true"
+        # null-safe: an unbound value (a projected timestamp() outside every window) is a key too
+        on = " AND ".join(f"(t.{quote(k)} IS NOT DISTINCT FROM s.{quote(k)})" for k in keys) or "true"
         c = quote(count)
         insert = {col: f"s.{quote(col)}" for col in source.schema.names}
         (dt.merge(source, on, source_alias="s", target_alias="t",
