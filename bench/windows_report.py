@@ -189,7 +189,7 @@ def markdown(records: list[dict]) -> str:
              "For every query and window: the windows lakegraph emitted are exactly those the semantics give, "
              "and the answer count in its window log equals pyoxigraph's on the window's triples. Bags: "
              f"{config['check_windows']} windows per query (windows with answers first) compare lakegraph's "
-             "RStream, the gold table at the version the window log names, with pyoxigraph's answers; every "
+             "RStream (as `lakegraph answers --window` reads it) with pyoxigraph's answers; every "
              "window Spark SQL evaluated is compared too.", "",
              "## State: bounded", "",
              *_state(records), ""]
