@@ -4,7 +4,7 @@ A micro-batch is one such step for the queries over the whole graph; a windowed 
 window it emits, fed by the window operator's messages (:mod:`pipelines.engine.windows`). Both
 compute everything from the state tables as the engine ``z`` reads them, then commit in a fixed
 order, each commit carrying the batch's app transaction so a re-run skips what already happened
-(a windowed query sums its windows' steps and commits each table once).
+(a windowed query writes each table its windows changed once per batch).
 """
 from __future__ import annotations
 

@@ -5,12 +5,13 @@ to emit, each as messages that move the query's graph from the previous window t
 window is one step of the ordinary engine (:mod:`pipelines.engine.step`) computed in memory: later
 windows of a batch read the state tables as the batch started plus the earlier windows' changes (an
 overlay), so every window is computed from the versions the batch log recorded, as a batch is. Then
-each table the windows changed is committed once, with their summed change, and the answer changes
-of every window (tagged with it), the window log, the buffer, the background graphs and the progress
-row are appended, every commit with the batch's app transaction: a Delta commit costs more than a
-window's computation, and a crash anywhere re-runs the batch like any other. So the gold table holds
-the RStream of each batch's last window; an earlier window's is that minus the batch's later
-windows' changes (:func:`pipelines.answers.answers`).
+each table the windows changed (views, partial embeddings, bags, gold) and the buffer are written
+once, whole, from the overlay (a Delta MERGE rewrites the files it touches anyway, and costs several
+times a plain write), the answer changes of every window (tagged with it), the window log and the
+progress row appended, the background graphs merged, every commit with the batch's app transaction:
+a Delta commit costs more than a window's computation, and a crash anywhere re-runs the batch like
+any other. So the gold table holds the RStream of each batch's last window; an earlier window's is
+that minus the batch's later windows' changes (:func:`pipelines.answers.window_answers`).
 """
 from __future__ import annotations
 
@@ -28,12 +29,12 @@ from schemas.tables import MULT
 from views.plan import QueryPlan, construct
 from views.windows import Clock, bare
 
-from ..lake import (BATCH_APP, BatchRecord, background_table, buffer_table, gold_table,
+from ..lake import (BATCH_APP, BatchRecord, background_table, buffer_table, changes_table, gold_table,
                     progress_table, windows_table)
 from ..ingest import ingest_generated
 from ..storage import TableStore, Txn
 from .arrow import consolidate
-from .step import change_rows, commit, compute
+from .step import change_rows, compute
 from .windows import Emission, Progress, window_step
 from .zsets import ZSetEngine
 
@@ -63,7 +64,7 @@ def timed_messages(rows: pa.Table) -> pa.Table:
 
 class _Overlay:
     """State tables as the batch started (each read once) plus the changes of the windows computed
-    so far, and those changes summed: what the batch commits."""
+    so far, and which tables those changes touched."""
 
     def __init__(self, base: Callable[[str], pa.Table]) -> None:
         self.base = cache(base)
@@ -87,15 +88,10 @@ class _Overlay:
         self.tables[name] = consolidate(rows, keys).select(delta.column_names).cast(delta.schema)
         self.deltas.setdefault(name, ([], keys))[0].append(delta)
 
-    def changed(self) -> dict[str, tuple[pa.Table, list[str]]]:
-        """Each table's net change over the windows so far (tables in the order they first changed,
-        so views before owned state before gold, as a step commits them); none that cancel out."""
-        out = {}
-        for name, (deltas, keys) in self.deltas.items():
-            net = consolidate(pa.concat_tables(deltas), keys).select(deltas[0].column_names).cast(deltas[0].schema)
-            if net.num_rows:
-                out[name] = (net, keys)
-        return out
+    def changed(self) -> list[str]:
+        """The tables whose content the windows so far changed (not those whose changes cancel out)."""
+        return [name for name, (deltas, keys) in self.deltas.items()
+                if consolidate(pa.concat_tables(deltas), keys).num_rows]
 
 
 def _ms_time(ms: int) -> datetime:
@@ -147,14 +143,17 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
             _emit_stream(store, plan, emission, overlay.read(gold_table(plan.name)))
     txn = Txn(BATCH_APP, record.batch)
     changed = overlay.changed()
-    commit(store, changed, {plan.name: pa.concat_tables(tagged)} if tagged else {}, txn)
+    for name in changed:
+        store.overwrite(name, overlay.tables[name], txn)
+    if tagged:
+        store.append(changes_table(plan.name), pa.concat_tables(tagged), txn)
     if log:
         gold_version = versions.get(gold_table(plan.name), 0) + int(gold_table(plan.name) in changed)
         store.append(windows_table(plan.name),
                      pa.Table.from_pylist([{**row, "gold_version": gold_version} for row in log], schema=S.WINDOW_LOG),
                      txn)
-    if step.buffer.num_rows:
-        store.merge_counts(buffer_table(plan.name), step.buffer, ["seq"], MULT, txn)
+    if step.buffer is not None:
+        store.overwrite(buffer_table(plan.name), step.buffer, txn)
     if step.background.num_rows:
         store.merge_counts(background_table(plan.name), step.background, ["graph", "s", "p", "o"], MULT, txn)
     after = replace(step.progress, answers=answers)

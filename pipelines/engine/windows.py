@@ -74,11 +74,12 @@ class Emission:
 
 @dataclass(frozen=True)
 class WindowStep:
-    """What a batch does to a windowed query: the windows it emits, in order, and the signed
-    changes of its buffer and background tables."""
+    """What a batch does to a windowed query: the windows it emits, in order, its buffer after the
+    batch (None when unchanged: a table written whole costs less than a MERGE of its change) and
+    the signed change of its background table."""
 
     emissions: list[Emission]
-    buffer: pa.Table
+    buffer: pa.Table | None
     background: pa.Table
     progress: Progress
     late: int
@@ -234,16 +235,12 @@ def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, 
         kept.append(positions.rows if lo is None else positions.between(lo, np.iinfo(np.int64).max))
     if not closes:
         kept.append(pending)            # background messages wait for the next window
-    kept_seqs = pa.chunked_array([chunk for k in kept for chunk in k["seq"].chunks], pa.int64())
-    old = buffer.select(S.WINDOW_BUFFER.names).cast(S.WINDOW_BUFFER)
-    pruned = old.filter(pc.invert(pc.is_in(old["seq"], kept_seqs)))
-    pruned = pruned.set_column(pruned.schema.get_field_index(MULT), MULT,
-                               pa.repeat(pa.scalar(-1, pa.int64()), pruned.num_rows))
-    added = new.filter(pc.is_in(new["seq"], kept_seqs))
+    after = _concat(kept + [S.WINDOW_BUFFER.empty_table()]).cast(S.WINDOW_BUFFER)
+    unchanged = after.num_rows == buffer.num_rows and pc.all(pc.is_in(after["seq"], buffer["seq"]), min_count=0).as_py()
     new_progress = replace(progress, batch=batch, max_time_ms=max_time, min_time_ms=min_time, inserts=inserts,
                            window=progress.window + (len(closes) if clock is not None else 0),
                            last_close=last_close, late=progress.late + late)
-    return WindowStep(emissions, _concat([pruned, added]).cast(S.WINDOW_BUFFER), bg_delta, new_progress, late)
+    return WindowStep(emissions, None if unchanged else after, bg_delta, new_progress, late)
 
 
 def _bounds(clock: Clock, close: int, in_window: list[pa.Table]) -> tuple[int, int]:
