@@ -208,25 +208,32 @@ def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, 
         closes = [0]                    # a query over background graphs alone follows every batch
 
     bg_now, bg_delta = None, S.WINDOW_BACKGROUND.empty_table()
-    emissions = []
-    previous = progress.last_close
+    if closes and pending.num_rows:
+        bg_now, bg_delta = _apply_background(background(), pending)
+    candidates_at, previous = [], progress.last_close
     for k, close in enumerate(closes):
-        changed = []
-        if clock is not None:
-            changed = [by_stream[s].between(lo, hi) for s, spans in clock.slide(previous, close).items()
-                       for lo, hi in spans]
+        changed = [] if clock is None else [by_stream[s].between(lo, hi) for s, spans in
+                                            clock.slide(previous, close).items() for lo, hi in spans]
         if k == 0 and pending.num_rows:
-            bg_now, bg_delta = _apply_background(background(), pending)
             changed.append(pending)
-        candidates = _distinct(_concat([c.select(TRIPLE) for c in changed] + [_NO_TRIPLES.empty_table()]), TRIPLE)
+        candidates_at.append(_distinct(_concat([c.select(TRIPLE) for c in changed] + [_NO_TRIPLES.empty_table()]),
+                                       TRIPLE))
+        previous = close
+    # The buffer rows of the triples some window of the batch may change, found by one semi-join
+    # per batch: each window then looks its candidates up among those, not in its whole extent.
+    touched = _distinct(_concat(candidates_at + [_NO_TRIPLES.empty_table()]), TRIPLE)
+    relevant = {s: _Positions(p.rows.join(touched, keys=TRIPLE, join_type="left semi", use_threads=False))
+                for s, p in by_stream.items()}
+    emissions = []
+    for k, (close, candidates) in enumerate(zip(closes, candidates_at)):
         extents = clock.extents(close).items() if clock else ()
-        in_window = [by_stream[s].between(lo, hi) for s, (lo, hi) in extents] + [S.WINDOW_BUFFER.empty_table()]
+        in_window = [relevant[s].between(lo, hi) for s, (lo, hi) in extents] + [S.WINDOW_BUFFER.empty_table()]
         msgs = _messages(candidates, in_window, background if bg_now is None else (lambda: bg_now))
         if clock is None:
             emissions.append(Emission(None, None, None, msgs))
             continue
-        emissions.append(Emission(progress.window + k + 1, *_bounds(clock, close, in_window), msgs))
-        previous = close
+        extent = [by_stream[s].between(lo, hi) for s, (lo, hi) in extents]
+        emissions.append(Emission(progress.window + k + 1, *_bounds(clock, close, extent), msgs))
 
     last_close = closes[-1] if clock is not None and closes else progress.last_close
     kept = []
