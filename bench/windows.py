@@ -17,8 +17,8 @@ Throughput is stream triples over wall seconds, for three systems fed the same l
 
 Before any figure is written the systems must agree: lakegraph emits exactly the windows the
 semantics give; every window's answer count in its window log equals pyoxigraph's; for a sample of
-windows per query lakegraph's RStream (gold at the version the log names) and Spark's answers equal
-pyoxigraph's as bags. A disagreement is one line on stderr and exit status 1. Then the buffer sizes
+windows per query lakegraph's RStream (as ``lakegraph answers --window`` reads it) and Spark's
+answers equal pyoxigraph's as bags. A disagreement is one line on stderr and exit status 1. Then the buffer sizes
 recorded after every batch show whether the state stays bounded. Results: ``windows.md`` and the raw
 ``windows.jsonl`` in ``--out``.
 """
@@ -43,11 +43,12 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 import pyoxigraph as ox
 
+from pipelines.answers import answers
 from pipelines.engine import runner as runner_module
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
 from pipelines.ingest import ingest_paths
-from pipelines.lake import buffer_table, gold_table, windows_table
+from pipelines.lake import buffer_table, windows_table
 from pipelines.spark import LazySpark, get_spark
 from pipelines.storage import TableStore, open_store
 from views.plan import QueryPlan, compile_query
@@ -226,16 +227,15 @@ def run_lakegraph(stream: Stream, plans: list[QueryPlan], lake: Path, spark: Laz
     out.commits = commits(lake) - before
     out.batches = len(stream.files)
     for plan in plans:
-        log = store.read_arrow(windows_table(plan.name)).select(["window", "open_ms", "close_ms", "answers",
-                                                                  "gold_version"])
+        log = store.read_arrow(windows_table(plan.name)).select(["window", "open_ms", "close_ms", "answers"])
         out.logs[plan.name] = sorted(log.to_pylist(), key=lambda r: r["window"])
     return out
 
 
-def gold_bag(store: TableStore, plan: QueryPlan, version: int) -> Bag:
-    """A windowed query's RStream at one window: its gold table at the version the log names."""
+def rstream_bag(store: TableStore, plan: QueryPlan, window: int) -> Bag:
+    """A windowed query's RStream at one window, as ``lakegraph answers --window`` reads it."""
     bag: Bag = Counter()
-    for row in store.read_arrow(gold_table(plan.name), version).to_pylist():
+    for row in answers(store, plan.name, window=window).to_pylist():
         bag[tuple(row[v] for v in plan.projection)] += row["_mult"]
     return bag
 
@@ -360,7 +360,7 @@ def check(store: TableStore, plans: list[QueryPlan], lake: LakeRun, windows: lis
                 raise Disagreement(f"{where}, {plan.name}, window {row['window']}: lakegraph logged "
                                    f"{row['answers']} answers, pyoxigraph has {oracle}")
         for row in bag_sample(log, sample):
-            _same(gold_bag(store, plan, row["gold_version"]), oxigraph.answers[(plan.name, row["window"])],
+            _same(rstream_bag(store, plan, row["window"]), oxigraph.answers[(plan.name, row["window"])],
                   f"{where}, {plan.name}, window {row['window']}: lakegraph's RStream")
         for number in spark.evaluated:
             _same(spark.answers[(plan.name, number)], oxigraph.answers[(plan.name, number)],

@@ -8,11 +8,13 @@ from bisect import bisect_right
 from datetime import datetime
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from schemas import tables as S
 from schemas.terms import parse_term, term_to_sparql_json
 
 from . import catalog
+from .engine.arrow import consolidate
 from .lake import BatchLog, changes_table, gold_table, progress_table, windows_table
 from .storage import StorageError, TableStore
 
@@ -84,12 +86,29 @@ def window_row(store: TableStore, name: str, window: int | None = None, close_ms
     return found[0]
 
 
+def window_answers(store: TableStore, name: str, row: dict) -> pa.Table:
+    """The RStream of the window whose log row is ``row``: the gold table at the version its batch
+    left (the log's ``gold_version``) minus the answer changes of the later windows of that batch
+    (a batch commits gold once, with the RStream of its last window)."""
+    gold = store.read_arrow(gold_table(name), row["gold_version"])
+    changes = store.read_arrow(changes_table(name))
+    later = changes.filter(pc.and_(pc.equal(changes[S.BATCH], pa.scalar(row["batch"], pa.int64())),
+                                   pc.greater(changes[S.WINDOW], pa.scalar(row["window"], pa.int64()))))
+    if later.num_rows == 0:
+        return gold
+    undone = pc.if_else(pc.equal(later[S.SIGN], "+"), pc.negate(later[S.COUNT]), later[S.COUNT])
+    variables = [c for c in gold.column_names if c != S.MULT]
+    rows = pa.concat_tables([gold, later.select(variables).append_column(S.MULT, undone)],
+                           promote_options="permissive")
+    return consolidate(rows, variables).cast(gold.schema)
+
+
 def answers(store: TableStore, name: str, batch: int | None = None, when: datetime | None = None,
             window: int | None = None, close_ms: int | None = None) -> pa.Table:
     """The query's answers as a bag: variable columns and ``_mult``; for a windowed query, those
     of a window (its RStream) when ``window`` or ``close_ms`` names one."""
     if window is not None or close_ms is not None:
-        return store.read_arrow(gold_table(name), window_row(store, name, window, close_ms)["gold_version"])
+        return window_answers(store, name, window_row(store, name, window, close_ms))
     return store.read_arrow(gold_table(name), gold_version(store, name, batch, when))
 
 

@@ -31,9 +31,6 @@ FIXED_TABLES: dict[str, pa.Schema] = {
 
 #: App id carried by every commit a micro-batch makes (version = batch number).
 BATCH_APP = "lakegraph-batch"
-#: App id of the commits that emit a window of a windowed query (version = window number): a batch
-#: may emit several windows, each its own commit of the query's tables.
-WINDOW_APP = "lakegraph-window"
 
 
 def gold_table(query: str) -> str:

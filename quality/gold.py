@@ -7,8 +7,12 @@ Two kinds of checks, both real GX expectations run on Spark DataFrames:
 * consistency: the answer changes summed up to the last completed batch equal the answers at that
   batch, and, through time travel, the answers after each batch equal the answers before it plus
   that batch's changes; for a windowed query, the answers of each window equal the previous
-  window's plus that window's changes (RStream k = RStream k-1 + IStream k - DStream k). Each is a *difference* frame, one row per binding whose counts disagree,
-  expected to have no rows; a failure's observed value is how many bindings disagree.
+  window's plus that window's changes (RStream k = RStream k-1 + IStream k - DStream k), are a
+  bag (multiplicities at least 1) and number what the window log counted. A batch commits gold
+  once, so the RStream of a window before its batch's last is gold minus the batch's later
+  windows' changes: the window log's counts are what catches a change filed under the wrong
+  window of its batch. Each is a *difference* frame, one row per binding (or window count) that
+  disagrees, expected to have no rows; a failure's observed value is how many disagree.
 
 The step check reads one gold version per batch, so it covers only the batches whose versions time
 travel guarantees (completed within the horizon maintenance keeps), and the Airflow gate narrows it
@@ -72,7 +76,8 @@ def sum_suite() -> ExpectationSuite:
 @lru_cache(maxsize=1)
 def window_suite() -> ExpectationSuite:
     return _no_rows_suite(f"{CONSISTENCY_SUITE}_windows", "the answers of each window equal the previous "
-                          "window's plus its changes (differing bindings)")
+                          "window's plus its changes and number what its log row counts (differing "
+                          "bindings and counts)")
 
 
 @lru_cache(maxsize=1)
@@ -122,12 +127,46 @@ def step_difference(store: TableStore, name: str, projection: tuple[str, ...], s
 
 
 def window_difference(store: TableStore, name: str, projection: tuple[str, ...], windows: list[dict],
-                      versions: dict[int, int]) -> DataFrame:
-    """``(_window, binding)`` rows where the answers of a window (its RStream, the gold version the
-    window log names) differ from the previous window's plus the window's changes (IStream minus
-    DStream). ``versions`` maps every logged window to its gold version."""
-    return _version_steps(store, name, projection, WINDOW,
-                          [(w["window"], versions.get(w["window"] - 1), versions[w["window"]]) for w in windows])
+                      logged: list[dict]) -> DataFrame:
+    """``(_window, binding)`` rows where the answers of a window (its RStream: gold at the version
+    the window log names minus the changes of its batch's later windows) differ from the previous
+    window's plus the window's changes (IStream minus DStream), or have a multiplicity below 1; and
+    one ``(_window)`` row (bindings null) per window whose answers do not number what the window
+    log counted. ``logged`` is the whole window log (a window's predecessor may be outside
+    ``windows``)."""
+    keys = list(projection)
+    numbers = {w["window"] for w in windows}
+    wanted = [w for w in logged if w["window"] in numbers or w["window"] + 1 in numbers]
+    rstreams = _rstreams(store, name, keys, wanted)
+    changes = store.read(changes_table(name)).where(F.col(WINDOW).isin(sorted(numbers)))
+    current = rstreams.where(F.col(WINDOW).isin(sorted(numbers)))
+    previous = (rstreams.where(F.col(WINDOW).isin(sorted(n - 1 for n in numbers)))
+                .select((F.col(WINDOW) + 1).alias(WINDOW), *keys, (-F.col(MULT)).alias(MULT)))
+    steps = _differences([current, previous, changes.select(WINDOW, *keys, (-_signed()).alias(MULT))],
+                         [WINDOW] + keys)
+    below = current.where(F.col(MULT) < 1)
+    session = store.spark
+    counted = session.createDataFrame([(w["window"], -w["answers"]) for w in windows], f"{WINDOW} long, {MULT} long")
+    sizes = (current.select(WINDOW, MULT).unionByName(counted).groupBy(WINDOW).agg(F.sum(MULT).alias(MULT))
+             .where(F.col(MULT) != 0).select(WINDOW, *[F.lit(None).cast("string").alias(k) for k in keys], MULT))
+    return steps.unionByName(below).unionByName(sizes)
+
+
+def _rstreams(store: TableStore, name: str, keys: list[str], windows: list[dict]) -> DataFrame:
+    """``(_window, binding, _mult)``: the RStream of each window in ``windows`` (window-log rows),
+    each gold version read once."""
+    table = gold_table(name)
+    changes = store.read(changes_table(name))
+    parts = [changes.where(F.lit(False)).select(WINDOW, *keys, _signed().alias(MULT))]   # typed, for no window
+    for version in sorted({w["gold_version"] for w in windows}):
+        labels = [w["window"] for w in windows if w["gold_version"] == version]
+        gold = store.read(table, version).select(*keys, MULT)
+        parts.append(gold.crossJoin(store.spark.createDataFrame([(n,) for n in labels], f"{WINDOW} long"))
+                     .select(WINDOW, *keys, MULT))
+    for w in windows:
+        later = changes.where((F.col(BATCH) == w["batch"]) & (F.col(WINDOW) > w["window"]))
+        parts.append(later.select(F.lit(w["window"]).cast("long").alias(WINDOW), *keys, (-_signed()).alias(MULT)))
+    return _differences(parts, [WINDOW] + keys)
 
 
 def _version_steps(store: TableStore, name: str, projection: tuple[str, ...], column: str,
@@ -154,7 +193,7 @@ def _window_outcomes(store: TableStore, name: str, projection: tuple[str, ...], 
     table = gold_table(name)
     logged = windows(store, name)
     checked = [w for w in logged if w["batch"] in set(steps)]
-    frame = window_difference(store, name, projection, checked, {w["window"]: w["gold_version"] for w in logged})
+    frame = window_difference(store, name, projection, checked, logged)
     covered = f"windows {checked[0]['window']}..{checked[-1]['window']}" if checked else "no window in range"
     return [replace(o, observed=f"{o.observed} ({covered})")
             for o in check(window_suite(), frame, CONSISTENCY_SUITE, table)]

@@ -20,7 +20,7 @@ QUERIES = {
     "chain": "SELECT ?x ?z WHERE { ?x ex:knows ?y . ?y ex:knows ?z }",
     "gated": "SELECT DISTINCT ?x ?t WHERE { ?x ex:type ?t . ?x ex:likes ?y . ex:a ex:knows ex:b }",
     # a chain of windowed queries: each window's constructed triples go to bronze (once) and feed
-    # a windowed query; a batch of 40 s of events emits one or two 30 s windows, each its own commits
+    # a windowed query; a batch of 40 s of events emits one or two 30 s windows, each its own output file
     "linked": "CONSTRUCT { ?x ex:linked ?z } FROM STREAM <urn:lakegraph:stream:default> [RANGE 30s TUMBLING] "
               "WHERE { ?x ex:knows ?y . ?y ex:knows ?z }",
     "reached": "SELECT ?x ?z FROM STREAM <urn:lakegraph:stream:linked> [RANGE 60s TUMBLING] "
@@ -33,7 +33,8 @@ class Crash(RuntimeError):
 
 
 class CrashingStore(DeltaRsStore):
-    """A real delta-rs store that dies after ``budget`` commits (a crash between two commits)."""
+    """A real delta-rs store that dies after ``budget`` commits (a crash between two commits): every
+    kind of write a run makes counts."""
 
     def __init__(self, root: str, spark, budget: int) -> None:
         super().__init__(root, spark)
@@ -52,6 +53,9 @@ class CrashingStore(DeltaRsStore):
 
     def merge_counts(self, name, data, keys, count, txn=None):
         return self._count(super().merge_counts(name, data, keys, count, txn))
+
+    def overwrite(self, name, data, txn=None):
+        return self._count(super().overwrite(name, data, txn))
 
 
 def snapshot(root: Path) -> dict[str, list]:
@@ -106,8 +110,9 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
         assert snapshot(trial) == expected
         break
     # two batches, each: plan row, views, partial embeddings, bag, gold, changes, and for the
-    # windowed queries per window their views, gold, changes and chained output (bronze, ingest
-    # log), then window log, buffer, progress; the batches that read the chained output; done rows
+    # windowed queries each window's chained output (bronze, ingest log), then once per batch their
+    # views, gold, changes, window log, buffer, progress; the batches that read the chained output;
+    # done rows
     assert crashes >= 30
     done = DeltaRsStore(str(reference))
     windows = done.read_arrow("w_linked_windows")

@@ -84,6 +84,16 @@ def test_txn_makes_writes_idempotent(store):
     assert rows(store.read_arrow("t")) == {"a": 2}
 
 
+def test_overwrite_replaces_every_row_once_per_txn(store):
+    store.create("t", SCHEMA)
+    store.append("t", pa.table({"k": ["a", "b"], "_mult": [1, 1]}, schema=SCHEMA))
+    assert store.overwrite("t", pa.table({"k": ["c"], "_mult": [2]}, schema=SCHEMA), Txn("job", 1)) is True
+    assert store.overwrite("t", pa.table({"k": ["d"], "_mult": [1]}, schema=SCHEMA), Txn("job", 1)) is False
+    assert rows(store.read_arrow("t")) == {"c": 2} and rows(store.read_arrow("t", 1)) == {"a": 1, "b": 1}
+    assert store.overwrite("t", SCHEMA.empty_table(), Txn("job", 2)) is True
+    assert store.read_arrow("t").num_rows == 0 == store.row_count("t")
+
+
 def test_missing_table_is_a_clear_error(store):
     with pytest.raises(TableNotFound, match="'nope' does not exist"):
         store.version("nope")

@@ -69,9 +69,11 @@ class ArrowZSets:
         b = right.rename_columns([("_m_right" if c == MULT else c) for c in right.column_names])
         if not shared:
             a, b, shared = _with_key(a), _with_key(b), [_KEY]
-        # Acero builds its hash table on the right input: make that the smaller one
+        # Acero builds its hash table on the right input: make that the smaller one. One thread:
+        # on a few cores shared with the rest of the pipeline, Acero's threads cost more than they
+        # gain, for the small joins of a window step and the large ones of a backfill alike
         probe, build = (a, b) if a.num_rows >= b.num_rows else (b, a)
-        joined = probe.join(build, keys=shared, join_type="inner", use_threads=True)
+        joined = probe.join(build, keys=shared, join_type="inner", use_threads=False)
         mult = pc.multiply(joined["_m_left"], joined["_m_right"])
         keep = [c for c in joined.column_names if c not in ("_m_left", "_m_right", _KEY)]
         return joined.select(keep).append_column(MULT, mult)
@@ -88,7 +90,8 @@ class ArrowZSets:
 
     def support_delta(self, bag_delta: pa.Table, bag_old: pa.Table, columns: Sequence[str]) -> pa.Table:
         before = _with_key(bag_old.rename_columns([("_old" if c == MULT else c) for c in bag_old.column_names]))
-        joined = _with_key(bag_delta).join(before, keys=[*columns, _KEY], join_type="left outer")
+        joined = _with_key(bag_delta).join(before, keys=[*columns, _KEY], join_type="left outer",
+                                           use_threads=False)
         old = pc.fill_null(joined["_old"], 0)
         new = pc.add(old, joined[MULT])
         change = pc.subtract(pc.cast(pc.greater(new, 0), pa.int64()), pc.cast(pc.greater(old, 0), pa.int64()))

@@ -218,7 +218,7 @@ class Runner:
         engine = choose_engine(self.engine, rows.num_rows, self.master)
         whole = [p for p in plans if not p.windowed]
         step = compute(self._engine(engine, versions), rows.select(["seq", "op", "s", "p", "o"]), whole)
-        commit(self.store, step, whole, txn, lambda plan, gold: change_rows(plan, record, gold))
+        commit(self.store, step.changed(), {p.name: change_rows(p, record, step.gold[p.name]) for p in whole}, txn)
         stats = {"batch": record.batch, "messages": rows.num_rows, "noops": step.noops,
                  "view_changes": sum(t.num_rows for t in step.view_deltas.values()),
                  "answer_changes": step.answer_changes(), "bronze_from": record.bronze_from,

@@ -3,7 +3,8 @@
 A micro-batch is one such step for the queries over the whole graph; a windowed query takes one per
 window it emits, fed by the window operator's messages (:mod:`pipelines.engine.windows`). Both
 compute everything from the state tables as the engine ``z`` reads them, then commit in a fixed
-order, each commit carrying the step's app transaction so a re-run skips what already happened.
+order, each commit carrying the batch's app transaction so a re-run skips what already happened
+(a windowed query writes each table its windows changed once per batch).
 """
 from __future__ import annotations
 
@@ -123,13 +124,12 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan]) -> Step:
     return Step(views, changes.deltas, len(changes.noop_seqs), state, gold)
 
 
-def commit(store: TableStore, step: Step, plans: list[QueryPlan], txn: Txn,
-           change_rows_of: Callable[[QueryPlan, pa.Table], pa.Table]) -> int:
-    """Write a step, in a fixed order (views, owned state, gold, then each query's changes), each
-    commit skipped if ``txn`` already made it; returns how many gold tables were written."""
-    for name, (rows, keys) in step.changed().items():
+def commit(store: TableStore, changed: dict[str, tuple[pa.Table, list[str]]], changes: dict[str, pa.Table],
+           txn: Txn) -> None:
+    """Write table changes (:meth:`Step.changed`: views, owned state, gold), then each query's
+    answer-change rows (``changes``, by query name), each commit skipped if ``txn`` already made it."""
+    for name, (rows, keys) in changed.items():
         store.merge_counts(name, rows, keys, MULT, txn)
-    written = [plan for plan in plans if step.gold[plan.name].num_rows]
-    for plan in written:
-        store.append(changes_table(plan.name), change_rows_of(plan, step.gold[plan.name]), txn)
-    return len(written)
+    for query, rows in changes.items():
+        if rows.num_rows:
+            store.append(changes_table(query), rows, txn)

@@ -165,7 +165,7 @@ def probe_arrow(messages: pa.Table, views: list[ViewDef], before: Callable[[View
         stored = before(view).select(list(view.columns))
         if view.columns:
             touched = hits.select(list(view.columns)).group_by(list(view.columns)).aggregate([])
-            stored = stored.join(touched, keys=list(view.columns), join_type="left semi")
+            stored = stored.join(touched, keys=list(view.columns), join_type="left semi", use_threads=False)
         else:   # a ground pattern: its one (empty) key is present when the view holds a row
             stored = stored.slice(0, min(1, stored.num_rows))
         nulls = (pa.nulls(stored.num_rows, pa.int64()), pa.nulls(stored.num_rows, pa.string()))
@@ -183,7 +183,8 @@ def _walk(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
     keys = ["_view", *_PAD]
     is_probe = pc.is_null(rows["seq"])
     present = rows.filter(is_probe).select(keys).append_column("_present", pa.repeat(True, pc.sum(is_probe).as_py() or 0))
-    hits = rows.filter(pc.invert(is_probe)).join(present, keys=keys, join_type="left outer")
+    hits = rows.filter(pc.invert(is_probe)).join(present, keys=keys, join_type="left outer",
+                                                 use_threads=False)
     hits = hits.sort_by([(k, "ascending") for k in keys] + [("seq", "ascending")])
     n = hits.num_rows
     was_present = pc.fill_null(hits["_present"], False).to_numpy(zero_copy_only=False)

@@ -2,18 +2,23 @@
 
 The window operator (:mod:`pipelines.engine.windows`) turns the batch's messages into the windows
 to emit, each as messages that move the query's graph from the previous window to this one. Each
-window is one step of the ordinary engine (:mod:`pipelines.engine.step`) committed with the app
-transaction (:data:`~pipelines.lake.WINDOW_APP`, window number), so a batch may emit several windows
-and a re-run skips the ones already written. Later windows of a batch read the state tables as the
-batch started plus the earlier windows' changes (an overlay held in memory), so every window is
-computed from the versions the batch log recorded, as a batch is. Then the window log, the buffer,
-the background graphs and the progress row are written with the batch's transaction.
+window is one step of the ordinary engine (:mod:`pipelines.engine.step`) computed in memory: later
+windows of a batch read the state tables as the batch started plus the earlier windows' changes (an
+overlay), so every window is computed from the versions the batch log recorded, as a batch is. Then
+each table the windows changed (views, partial embeddings, bags, gold) and the buffer are written
+once, whole, from the overlay (a Delta MERGE rewrites the files it touches anyway, and costs several
+times a plain write), the answer changes of every window (tagged with it), the window log and the
+progress row appended, the background graphs merged, every commit with the batch's app transaction:
+a Delta commit costs more than a window's computation, and a crash anywhere re-runs the batch like
+any other. So the gold table holds the RStream of each batch's last window; an earlier window's is
+that minus the batch's later windows' changes (:func:`pipelines.answers.window_answers`).
 """
 from __future__ import annotations
 
 import json
 from dataclasses import replace
 from datetime import datetime, timezone
+from functools import cache
 from typing import Callable
 
 import pyarrow as pa
@@ -24,12 +29,12 @@ from schemas.tables import MULT
 from views.plan import QueryPlan, construct
 from views.windows import Clock, bare
 
-from ..lake import (BATCH_APP, WINDOW_APP, BatchRecord, background_table, buffer_table, gold_table,
+from ..lake import (BATCH_APP, BatchRecord, background_table, buffer_table, changes_table, gold_table,
                     progress_table, windows_table)
 from ..ingest import ingest_generated
 from ..storage import TableStore, Txn
 from .arrow import consolidate
-from .step import change_rows, commit, compute
+from .step import change_rows, compute
 from .windows import Emission, Progress, window_step
 from .zsets import ZSetEngine
 
@@ -58,11 +63,13 @@ def timed_messages(rows: pa.Table) -> pa.Table:
 
 
 class _Overlay:
-    """State tables as the batch started plus the changes of the windows computed so far."""
+    """State tables as the batch started (each read once) plus the changes of the windows computed
+    so far, and which tables those changes touched."""
 
     def __init__(self, base: Callable[[str], pa.Table]) -> None:
-        self.base = base
+        self.base = cache(base)
         self.tables: dict[str, pa.Table] = {}
+        self.deltas: dict[str, tuple[list[pa.Table], list[str]]] = {}
 
     def read(self, name: str) -> pa.Table:
         return self.tables[name] if name in self.tables else self.base(name)
@@ -79,6 +86,12 @@ class _Overlay:
     def add(self, name: str, delta: pa.Table, keys: list[str]) -> None:
         rows = pa.concat_tables([self.read(name).select(delta.column_names).cast(delta.schema), delta])
         self.tables[name] = consolidate(rows, keys).select(delta.column_names).cast(delta.schema)
+        self.deltas.setdefault(name, ([], keys))[0].append(delta)
+
+    def changed(self) -> list[str]:
+        """The tables whose content the windows so far changed (not those whose changes cancel out)."""
+        return [name for name, (deltas, keys) in self.deltas.items()
+                if consolidate(pa.concat_tables(deltas), keys).num_rows]
 
 
 def _ms_time(ms: int) -> datetime:
@@ -112,33 +125,35 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
                        base(buffer_table(plan.name)), lambda: base(background_table(plan.name)),
                        timed_messages(rows), record.batch, flush, stamps=bool(plan.stamps))
     overlay = _Overlay(base)
-    answers, gold_version = progress.answers, versions.get(gold_table(plan.name), 0)
-    log, answer_changes = [], 0
+    answers, log, tagged, answer_changes = progress.answers, [], [], 0
     for emission in step.emissions:
         result = compute(overlay.engine(engine, read_spark), emission.messages, [plan])
-        if emission.number is None:
-            txn, tag = Txn(BATCH_APP, record.batch), None
-        else:
-            txn, tag = Txn(WINDOW_APP, emission.number), (emission.number, emission.close_ms)
-        gold_version += commit(store, result, [plan], txn, lambda p, g: change_rows(p, record, g, tag))
         for name, (delta, keys) in result.changed().items():
             overlay.add(name, delta, keys)
         changes = result.gold[plan.name]
+        tag = None if emission.number is None else (emission.number, emission.close_ms)
+        tagged.append(change_rows(plan, record, changes, tag))
         answers += int(pc.sum(changes[MULT]).as_py() or 0)
         answer_changes += result.answer_changes()
         if emission.number is not None:
             log.append({"window": emission.number, "open": _ms_time(emission.open_ms),
                         "close": _ms_time(emission.close_ms), "open_ms": emission.open_ms,
-                        "close_ms": emission.close_ms, "answers": answers, "batch": record.batch,
-                        "gold_version": gold_version})
+                        "close_ms": emission.close_ms, "answers": answers, "batch": record.batch})
         if plan.output_stream and emission.number is not None:
             _emit_stream(store, plan, emission, overlay.read(gold_table(plan.name)))
-    if log:
-        store.append(windows_table(plan.name), pa.Table.from_pylist(log, schema=S.WINDOW_LOG),
-                     Txn(WINDOW_APP, log[-1]["window"]))
     txn = Txn(BATCH_APP, record.batch)
-    if step.buffer.num_rows:
-        store.merge_counts(buffer_table(plan.name), step.buffer, ["seq"], MULT, txn)
+    changed = overlay.changed()
+    for name in changed:
+        store.overwrite(name, overlay.tables[name], txn)
+    if tagged:
+        store.append(changes_table(plan.name), pa.concat_tables(tagged), txn)
+    if log:
+        gold_version = versions.get(gold_table(plan.name), 0) + int(gold_table(plan.name) in changed)
+        store.append(windows_table(plan.name),
+                     pa.Table.from_pylist([{**row, "gold_version": gold_version} for row in log], schema=S.WINDOW_LOG),
+                     txn)
+    if step.buffer is not None:
+        store.overwrite(buffer_table(plan.name), step.buffer, txn)
     if step.background.num_rows:
         store.merge_counts(background_table(plan.name), step.background, ["graph", "s", "p", "o"], MULT, txn)
     after = replace(step.progress, answers=answers)

@@ -77,11 +77,12 @@ class Emission:
 
 @dataclass(frozen=True)
 class WindowStep:
-    """What a batch does to a windowed query: the windows it emits, in order, and the signed
-    changes of its buffer and background tables."""
+    """What a batch does to a windowed query: the windows it emits, in order, its buffer after the
+    batch (None when unchanged: a table written whole costs less than a MERGE of its change) and
+    the signed change of its background table."""
 
     emissions: list[Emission]
-    buffer: pa.Table
+    buffer: pa.Table | None
     background: pa.Table
     progress: Progress
     late: int
@@ -239,32 +240,40 @@ def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, 
         closes = [0]                    # a query over background graphs alone follows every batch
 
     bg_now, bg_delta = None, S.WINDOW_BACKGROUND.empty_table()
-    emissions = []
-    previous = progress.last_close
+    if closes and pending.num_rows:
+        bg_now, bg_delta = _apply_background(background(), pending)
+    candidates_at, previous = [], progress.last_close
     for k, close in enumerate(closes):
-        changed = []
-        if clock is not None:
-            changed = [by_stream[s].between(lo, hi) for s, spans in clock.slide(previous, close).items()
-                       for lo, hi in spans]
+        changed = [] if clock is None else [by_stream[s].between(lo, hi) for s, spans in
+                                            clock.slide(previous, close).items() for lo, hi in spans]
         if k == 0 and pending.num_rows:
-            bg_now, bg_delta = _apply_background(background(), pending)
             changed.append(pending)
-        candidates = _distinct(_concat([c.select(TRIPLE) for c in changed] + [_NO_TRIPLES.empty_table()]), TRIPLE)
+        candidates_at.append(_distinct(_concat([c.select(TRIPLE) for c in changed] + [_NO_TRIPLES.empty_table()]),
+                                       TRIPLE))
+        previous = close
+    # The buffer rows of the triples some window of the batch may change, found by one semi-join
+    # per batch: each window then looks its candidates up among those, not in its whole extent.
+    touched = _distinct(_concat(candidates_at + [_NO_TRIPLES.empty_table()]), TRIPLE)
+    relevant = {s: _Positions(p.rows.join(touched, keys=TRIPLE, join_type="left semi", use_threads=False))
+                for s, p in by_stream.items()}
+    emissions = []
+    for k, (close, candidates) in enumerate(zip(closes, candidates_at)):
         extents = clock.extents(close).items() if clock else ()
-        in_window = [by_stream[s].between(lo, hi) for s, (lo, hi) in extents] + [S.WINDOW_BUFFER.empty_table()]
-        after = background if bg_now is None else (lambda: bg_now)
+        in_window = [relevant[s].between(lo, hi) for s, (lo, hi) in extents] + [S.WINDOW_BUFFER.empty_table()]
+        bg_after = background if bg_now is None else (lambda: bg_now)
         if stamps and candidates.num_rows:
-            spans = clock.extents(previous).items() if previous is not None else ()
-            in_before = [by_stream[s].between(lo, hi) for s, (lo, hi) in spans] + [S.WINDOW_BUFFER.empty_table()]
-            msgs = _stamped_messages(_graph(candidates, in_before, background if k == 0 else after),
-                                     _graph(candidates, in_window, after))
+            before = closes[k - 1] if k else progress.last_close
+            spans = clock.extents(before).items() if before is not None else ()
+            in_before = [relevant[s].between(lo, hi) for s, (lo, hi) in spans] + [S.WINDOW_BUFFER.empty_table()]
+            msgs = _stamped_messages(_graph(candidates, in_before, background if k == 0 else bg_after),
+                                     _graph(candidates, in_window, bg_after))
         else:
-            msgs = _messages(candidates, in_window, after)
+            msgs = _messages(candidates, in_window, bg_after)
         if clock is None:
             emissions.append(Emission(None, None, None, msgs))
             continue
-        emissions.append(Emission(progress.window + k + 1, *_bounds(clock, close, in_window), msgs))
-        previous = close
+        extent = [by_stream[s].between(lo, hi) for s, (lo, hi) in extents]
+        emissions.append(Emission(progress.window + k + 1, *_bounds(clock, close, extent), msgs))
 
     last_close = closes[-1] if clock is not None and closes else progress.last_close
     kept = []
@@ -273,16 +282,12 @@ def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, 
         kept.append(positions.rows if lo is None else positions.between(lo, np.iinfo(np.int64).max))
     if not closes:
         kept.append(pending)            # background messages wait for the next window
-    kept_seqs = pa.chunked_array([chunk for k in kept for chunk in k["seq"].chunks], pa.int64())
-    old = buffer.select(S.WINDOW_BUFFER.names).cast(S.WINDOW_BUFFER)
-    pruned = old.filter(pc.invert(pc.is_in(old["seq"], kept_seqs)))
-    pruned = pruned.set_column(pruned.schema.get_field_index(MULT), MULT,
-                               pa.repeat(pa.scalar(-1, pa.int64()), pruned.num_rows))
-    added = new.filter(pc.is_in(new["seq"], kept_seqs))
+    after = _concat(kept + [S.WINDOW_BUFFER.empty_table()]).cast(S.WINDOW_BUFFER)
+    unchanged = after.num_rows == buffer.num_rows and pc.all(pc.is_in(after["seq"], buffer["seq"]), min_count=0).as_py()
     new_progress = replace(progress, batch=batch, max_time_ms=max_time, min_time_ms=min_time, inserts=inserts,
                            window=progress.window + (len(closes) if clock is not None else 0),
                            last_close=last_close, late=progress.late + late)
-    return WindowStep(emissions, _concat([pruned, added]).cast(S.WINDOW_BUFFER), bg_delta, new_progress, late)
+    return WindowStep(emissions, None if unchanged else after, bg_delta, new_progress, late)
 
 
 def _bounds(clock: Clock, close: int, in_window: list[pa.Table]) -> tuple[int, int]:

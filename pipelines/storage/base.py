@@ -72,6 +72,11 @@ class TableStore(Protocol):
     def append(self, name: str, data: Data, txn: Txn | None = None) -> bool:
         """Append rows; False when ``txn`` was already committed (nothing written)."""
 
+    def overwrite(self, name: str, data: Data, txn: Txn | None = None) -> bool:
+        """Replace every row with ``data`` in one commit (cheaper than a MERGE, which rewrites the
+        files it touches anyway, when the caller holds the table's new content); False when ``txn``
+        was already committed."""
+
     def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,
                      txn: Txn | None = None) -> bool:
         """Z-set MERGE: add ``data[count]`` to the row with equal ``keys``; insert new keys;

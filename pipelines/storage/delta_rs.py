@@ -154,6 +154,13 @@ class DeltaRsStore:
         write_deltalake(dt, self._arrow(name, data), mode="append", commit_properties=self._props(txn))
         return True
 
+    def overwrite(self, name: str, data: Data, txn: Txn | None = None) -> bool:
+        dt = self._table(name)
+        if self._done(dt, txn):
+            return False
+        write_deltalake(dt, self._arrow(name, data), mode="overwrite", commit_properties=self._props(txn))
+        return True
+
     def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,
                      txn: Txn | None = None) -> bool:
         dt = self._table(name)

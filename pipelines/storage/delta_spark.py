@@ -48,14 +48,20 @@ class DeltaSparkStore(DeltaRsStore):
             .addColumns(arrow_schema_to_spark(schema))
             .property("delta.enableChangeDataFeed", "true").execute())
 
-    def append(self, name: str, data: Data, txn: Txn | None = None) -> bool:
+    def _write(self, name: str, data: Data, mode: str, txn: Txn | None) -> bool:
         if self._done(self._table(name), txn):
             return False
-        writer = self._frame(name, data).write.format("delta").mode("append")
+        writer = self._frame(name, data).write.format("delta").mode(mode)
         if txn is not None:
             writer = writer.option("txnAppId", txn.app_id).option("txnVersion", txn.version)
         writer.save(self.path(name))
         return True
+
+    def append(self, name: str, data: Data, txn: Txn | None = None) -> bool:
+        return self._write(name, data, "append", txn)
+
+    def overwrite(self, name: str, data: Data, txn: Txn | None = None) -> bool:
+        return self._write(name, data, "overwrite", txn)
 
     def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,
                      txn: Txn | None = None) -> bool:
