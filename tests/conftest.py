@@ -6,6 +6,8 @@ import pytest
 from pipelines.spark import get_spark, has_delta_jars
 from pipelines.storage import BACKENDS, open_store
 
+JARS_MISSING = "Delta Lake jars missing: run scripts/setup.sh (python -m pipelines.delta_jars)"
+
 
 @pytest.fixture(scope="session")
 def spark():
@@ -25,5 +27,5 @@ def backend(request, spark) -> str:
     """Each storage backend in turn. Set-up fetches the Delta jars, so in CI their absence is a
     failure here (with set-up's reason in its output), not a skip that would hide it."""
     if request.param == "delta-spark":
-        assert has_delta_jars(spark), "Delta Lake jars missing: run scripts/setup.sh (python -m pipelines.delta_jars)"
+        assert has_delta_jars(spark), JARS_MISSING
     return request.param
