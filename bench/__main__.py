@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--work", type=Path, help="keep lakes and landing files here (default: a temporary directory)")
     p.add_argument("--engine", choices=["auto", "arrow", "spark"], default="auto",
                    help="lakegraph's Z-set engine (default auto: arrow in process for these batch sizes)")
+    p.add_argument("--storage", choices=["delta-rs", "delta-spark"], default="delta-rs",
+                   help="lakegraph's storage backend (default delta-rs)")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
     p.add_argument("--conf", action="append", metavar="KEY=VALUE", help="Spark configuration, repeatable")
     p.add_argument("--generate-only", type=Path, metavar="DIR",
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     config = Config(scales=args.scales, departments=args.departments, batch_sizes=args.batch_sizes,
                     batches=args.batches, warmup=args.warmup, floor_batches=args.floor_batches,
                     delete_ratio=args.delete_ratio, seed=args.seed, queries=args.queries, separate=args.separate,
-                    engine=args.engine,
+                    engine=args.engine, storage=args.storage,
                     out=args.out, work=args.work)
     if args.generate_only:
         _generate_only(config, args.generate_only)

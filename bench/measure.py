@@ -52,6 +52,11 @@ def commits(lake: Path) -> int:
     return sum(len(list((t / "_delta_log").glob("*.json"))) for t in _tables(lake))
 
 
+def disk_bytes(lake: Path) -> int:
+    """Bytes on disk under every table of the lake (data, change data and log files)."""
+    return sum(f.stat().st_size for t in _tables(lake) for f in t.rglob("*") if f.is_file())
+
+
 def category(table: str) -> str:
     """Which part of the lake a table belongs to (table names as in :mod:`pipelines.lake`)."""
     if table.startswith("v_"):

@@ -57,6 +57,7 @@ class Config:
     queries: list[Path] = field(default_factory=default_queries)
     separate: bool = False
     engine: str = "auto"                # lakegraph's Z-set engine (Runner's --engine)
+    storage: str = "delta-rs"           # lakegraph's storage backend (--storage)
     out: Path = RESULTS_DIR
     work: Path | None = None            # kept when given; a temporary directory otherwise
 
@@ -182,7 +183,7 @@ def _run_scale(config: Config, spark: SparkSession, scale: int, groups: list[lis
     for group in groups:
         label = "all" if len(groups) == 1 else group[0].name
         gbase = {**base, "group": label, "queries": [q.name for q in group]}
-        systems: list[System] = [Lakegraph(spark, root / f"lake_{label}", config.engine),
+        systems: list[System] = [Lakegraph(spark, root / f"lake_{label}", config.engine, config.storage),
                                  SparkRecompute(spark, root / f"recompute_{label}"), Oxigraph()]
         for system in systems:
             load_s = system.load(files.initial)

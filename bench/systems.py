@@ -35,7 +35,7 @@ from views.model import Query, Var
 from views.plan import QueryPlan, compile_query
 from views.sparql import parse_query
 
-from .measure import commits, spark_jobs
+from .measure import commits, disk_bytes, spark_jobs
 
 Bag = Counter
 
@@ -114,15 +114,16 @@ def _recompute_all(queries: list[BenchQuery], evaluate: Callable[[BenchQuery], B
 
 # -- (a) lakegraph ------------------------------------------------------------------------------
 class Lakegraph:
-    """The incremental pipeline on a delta-rs lake; times ingest and bronze-to-gold separately."""
+    """The incremental pipeline on a lake committed by ``storage`` (delta-rs or delta-spark); times
+    ingest and bronze-to-gold separately."""
 
     name = "lakegraph"
 
-    def __init__(self, spark: SparkSession, lake: Path, engine: str = "auto") -> None:
+    def __init__(self, spark: SparkSession, lake: Path, engine: str = "auto", storage: str = "delta-rs") -> None:
         self.spark = spark
         self.lake = lake
         self.engine = engine
-        self.store = open_store(str(lake), spark, backend="delta-rs")
+        self.store = open_store(str(lake), spark, backend=storage)
         init_lake(self.store)
         self.queries: list[BenchQuery] = []
 
@@ -135,13 +136,14 @@ class Lakegraph:
 
     def apply(self, batch_path: Path) -> BatchTiming:
         ingest_s = _timed(lambda: ingest_paths(self.store, [str(batch_path)]))[0]
-        before = commits(self.lake)
+        before, bytes_before = commits(self.lake), disk_bytes(self.lake)
         with spark_jobs(self.spark) as jobs:
             run_s, report = _timed(lambda: Runner(self.store, self.spark, self.engine).run())
         stats = {k: sum(b.get(k, 0) for b in report.batches)
                  for k in ("messages", "noops", "view_changes", "answer_changes")}
         return BatchTiming(ingest_s + run_s, {"ingest": ingest_s, "run": run_s}, jobs.count,
                            commits(self.lake) - before, {**stats, "engine_batches": len(report.batches),
+                            "bytes_written": disk_bytes(self.lake) - bytes_before,
                             "engines": sorted({b["engine"] for b in report.batches})})
 
     def answers(self, name: str) -> Bag:
@@ -160,12 +162,19 @@ class Lakegraph:
 _MESSAGE_SCHEMA = StructType([StructField(c, StringType()) for c in ("time", "op", "s", "p", "o")])
 
 
-def bgp_sql(query: Query, table: str = "graph") -> tuple[str, dict[str, str]]:
-    """The query's basic graph pattern as one Spark SQL self-join over ``table(s, p, o)``, with the
-    constants as named parameters (terms may hold quotes and backslashes). SELECT only, no FILTER."""
+def sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal (quotes and backslashes escaped)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def bgp_sql(query: Query, table: str = "graph") -> str:
+    """The query's basic graph pattern as one Spark SQL self-join over ``table(s, p, o)``, constants
+    inlined as literals: named parameters (``spark.sql(text, args=...)``) stay unbound in a session
+    with Delta's SQL extension (Spark 4.2, Delta 4.4.0), and the bench shares the pipeline's session.
+    SELECT only, no FILTER."""
     if query.form != "select" or query.filters:
         raise ValueError("the recompute baseline evaluates SELECT queries without FILTER")
-    tables, conditions, params, first = [], [], {}, {}
+    tables, conditions, first = [], [], {}
     for i, pattern in enumerate(query.patterns):
         tables.append(f"{table} t{i}")
         for position, node in pattern.nodes():
@@ -176,13 +185,11 @@ def bgp_sql(query: Query, table: str = "graph") -> tuple[str, dict[str, str]]:
                 else:
                     first[node.name] = column
             else:
-                key = f"c{len(params)}"
-                params[key] = node
-                conditions.append(f"{column} = :{key}")
+                conditions.append(f"{column} = {sql_string(node)}")
     select = ", ".join(f"{first[v]} AS `{v}`" for v in query.projection)
     where = " AND ".join(conditions) or "TRUE"
     distinct = "DISTINCT " if query.distinct else ""
-    return f"SELECT {distinct}{select} FROM {', '.join(tables)} WHERE {where}", params
+    return f"SELECT {distinct}{select} FROM {', '.join(tables)} WHERE {where}"
 
 
 class SparkRecompute:
@@ -214,8 +221,7 @@ class SparkRecompute:
         return seconds
 
     def _evaluate(self, query: BenchQuery) -> Bag:
-        sql, params = bgp_sql(query.query)
-        table = self.spark.sql(sql, args=params).toArrow()
+        table = self.spark.sql(bgp_sql(query.query)).toArrow()
         columns = [table.column(v).to_pylist() for v in query.query.projection]
         return Counter(zip(*columns)) if columns else Counter({(): table.num_rows})
 

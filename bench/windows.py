@@ -303,9 +303,8 @@ def run_spark(spark: LazySpark, stream: Stream, queries: list[BenchQuery], windo
         session.createDataFrame(triples.slice(span.start, span.stop - span.start)).createOrReplaceTempView("graph")
         built = time.perf_counter()
         for query in queries:
-            text, params = sql[query.name]
             begin = time.perf_counter()
-            table = session.sql(text, args=params).toArrow()
+            table = session.sql(sql[query.name]).toArrow()
             bag = Counter(zip(*(table.column(v).to_pylist() for v in query.query.projection)))
             if record:
                 out.query_s[query.name] += time.perf_counter() - begin

@@ -13,6 +13,8 @@ import sys
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Union
 
+from . import delta_jars
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import SparkSession
 
@@ -87,6 +89,9 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     to this interpreter so that Python workers import the same packages (deltalake, pyarrow).
     ``jvm_log``: a file that receives everything the JVM prints (None: it shares this process's
     stdout and stderr, as a test run or an Airflow task log wants).
+    When the Delta Lake jars were fetched (:mod:`pipelines.delta_jars`) the session loads them with
+    Delta's SQL extension and catalog: these only take effect at session start, and one session
+    serves both storage backends (delta-rs never touches them).
     """
     from pyspark.sql import SparkSession
 
@@ -98,7 +103,7 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     log4j = os.path.join(os.path.dirname(__file__), "log4j2.properties")
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Dlog4j.configurationFile=file:{log4j}"
     builder = SparkSession.builder.appName(app_name).master(master)
-    defaults = {**DEFAULT_CONF, "spark.driver.extraJavaOptions": java_opts}
+    defaults = {**DEFAULT_CONF, **delta_jars.spark_conf(), "spark.driver.extraJavaOptions": java_opts}
     for key, value in {**defaults, **(conf or {})}.items():
         builder = builder.config(key, value)
     with _child_output(jvm_log):
@@ -151,9 +156,11 @@ def master_of(source: SparkSource | None, configured: str | None = None) -> str:
 
 
 def has_delta_jars(spark: "SparkSession") -> bool:
-    """Whether the Delta Lake JVM classes are on the session's classpath."""
+    """Whether the Delta Lake JVM classes are on the session's classpath (``spark.jars`` load into
+    Spark's class loader, which ``Class.forName`` from py4j does not search: Spark's own lookup does)."""
     try:
-        spark.sparkContext._jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")  # type: ignore[union-attr]
+        spark.sparkContext._jvm.org.apache.spark.util.Utils.classForName(  # type: ignore[union-attr]
+            "io.delta.tables.DeltaTable", True, False)
         return True
     except Exception:
         return False

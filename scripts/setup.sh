@@ -11,18 +11,24 @@ fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 STAMP=.venv/.lakegraph-installed
 WANT=$(sha256sum pyproject.toml | cut -d' ' -f1)
-if [ "$(cat "$STAMP" 2>/dev/null)" = "$WANT" ] && .venv/bin/lakegraph --version >/dev/null 2>&1; then
-  exit 0   # installed from this pyproject.toml, and checked then
+install() {
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  if ! .venv/bin/python -m pip install -q -e ".[test,bench,airflow]" >.venv/pip.log 2>&1; then
+    tail -n 20 .venv/pip.log >&2
+    echo "setup: pip install failed (whole log: .venv/pip.log)" >&2
+    exit 1
+  fi
+  # quality.gx imports Great Expectations behind the guard that keeps pyspark's connect module from
+  # exiting a `python -c` process silently (which would make this check pass without checking);
+  # airflow last, since importing it turns on its logging, and GX then logs every class it registers.
+  .venv/bin/python -c "import pyspark, deltalake, rdflib, pyoxigraph, quality.gx, airflow" \
+    || { echo "setup: installation failed: a package does not import" >&2; exit 1; }
+  echo "$WANT" >"$STAMP"
+}
+# installed from this pyproject.toml, and checked then: skip the install
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! .venv/bin/lakegraph --version >/dev/null 2>&1; then
+  install
 fi
-.venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-if ! .venv/bin/python -m pip install -q -e ".[test,bench,airflow]" >.venv/pip.log 2>&1; then
-  tail -n 20 .venv/pip.log >&2
-  echo "setup: pip install failed (whole log: .venv/pip.log)" >&2
-  exit 1
-fi
-# quality.gx imports Great Expectations behind the guard that keeps pyspark's connect module from
-# exiting a `python -c` process silently (which would make this check pass without checking);
-# airflow last, since importing it turns on its logging, and GX then logs every class it registers.
-.venv/bin/python -c "import pyspark, deltalake, rdflib, pyoxigraph, quality.gx, airflow" \
-  || { echo "setup: installation failed: a package does not import" >&2; exit 1; }
-echo "$WANT" >"$STAMP"
+# The Delta Lake JVM jars matching the installed delta-spark, with Maven (a no-op once present).
+# Without them (no Maven, no network) set-up still succeeds: storage stays on delta-rs.
+.venv/bin/python -m pipelines.delta_jars || true

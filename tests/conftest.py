@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.spark import get_spark
-from pipelines.storage import open_store
+from pipelines.spark import get_spark, has_delta_jars
+from pipelines.storage import BACKENDS, open_store
+
+JARS_MISSING = "Delta Lake jars missing: run scripts/setup.sh (python -m pipelines.delta_jars)"
 
 
 @pytest.fixture(scope="session")
@@ -18,3 +20,12 @@ def spark():
 def store(tmp_path, spark):
     """An empty lake in a temp dir on the default (delta-rs) backend."""
     return open_store(str(tmp_path / "lake"), spark, backend="delta-rs")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request, spark) -> str:
+    """Each storage backend in turn. Set-up fetches the Delta jars, so in CI their absence is a
+    failure here (with set-up's reason in its output), not a skip that would hide it."""
+    if request.param == "delta-spark":
+        assert has_delta_jars(spark), JARS_MISSING
+    return request.param

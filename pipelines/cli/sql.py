@@ -5,11 +5,16 @@ DIRECTORY``, ``CREATE TABLE ... LOCATION``), change the session (``SET``, ``ADD 
 (``reflect``). The statement is parsed by Spark's own parser, without running it, and runs only when
 it is a query (``SELECT``, ``WITH``, ``VALUES``, ``TABLE``, ``FROM``), a ``SHOW`` or ``DESCRIBE``, or
 an ``EXPLAIN`` of a query: no node of its plan may be a command or a write.
+
+Time travel: ``name VERSION AS OF n`` and ``name TIMESTAMP AS OF 'time'`` (Delta's SQL) on either
+backend. On delta-spark they are Delta's own, on the table's path; on delta-rs (no Delta SQL) they
+become a view of the version, as ``name@vN`` does on both.
 """
 from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from .context import CliError, one_line
@@ -18,6 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .context import Context
 
 _VERSIONED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)@v(\d+)\b")
+_AS_OF = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s+(VERSION|TIMESTAMP)\s+AS\s+OF\s+(\d+|'[^']*')", re.I)
 #: Commands that only read the catalog; everything else that Spark calls a command is refused.
 _READING_COMMANDS = re.compile(r"^(Show\w*|Describe\w*)$")
 #: Plan nodes that write without being commands (an INSERT, possibly under a WITH) or run a string.
@@ -61,22 +67,45 @@ def check_read_only(spark, sql: str) -> str:
     return root
 
 
+def _at(store, name: str, kind: str, when: str) -> int:
+    """The version ``VERSION AS OF``/``TIMESTAMP AS OF`` names (an ISO time; naive means UTC)."""
+    if kind.upper() == "VERSION":
+        return int(when)
+    try:
+        stamp = datetime.fromisoformat(when.strip("'"))
+    except ValueError:
+        raise CliError(f"TIMESTAMP AS OF expects an ISO time such as '2026-11-23 09:00:00', got {when}") from None
+    return store.version_at(name, stamp)
+
+
 def cmd_sql(ctx: "Context") -> None:
     store = ctx.require_lake()
     spark = ctx.spark()
     tables = set(store.tables())
 
-    def pinned(match: re.Match) -> str:
-        name, version = match.group(1), int(match.group(2))
+    def known(name: str) -> str:
         if name not in tables:
             raise CliError(f"no table {name!r} in the lake (tables: {', '.join(sorted(tables))})")
+        return name
+
+    def view(name: str, version: int) -> str:
         if version > store.version(name):
             raise CliError(f"table {name!r} has no version {version} (latest: {store.version(name)})")
         alias = f"{name}__v{version}"
         store.read(name, version).createOrReplaceTempView(alias)
         return alias
 
-    sql = _VERSIONED.sub(pinned, ctx.args.query)
+    def pinned(match: re.Match) -> str:
+        return view(known(match.group(1)), int(match.group(2)))
+
+    def as_of(match: re.Match) -> str:
+        name, kind, when = known(match.group(1)), match.group(2), match.group(3)
+        if store.backend == "delta-spark":
+            location = store.path(name).replace("`", "``")
+            return f"delta.`{location}` {kind.upper()} AS OF {when}"
+        return view(name, _at(store, name, kind, when))
+
+    sql = _AS_OF.sub(as_of, _VERSIONED.sub(pinned, ctx.args.query))
     root = check_read_only(spark, sql)
     # a table becomes a temporary view when the statement names it (each costs a file listing);
     # SHOW lists them all

@@ -1,24 +1,45 @@
-"""The delta-spark backend, chosen where the Delta Lake JVM jars are on Spark's classpath.
+"""The delta-spark backend: commits, reads, the change feed and maintenance run in Spark with the
+Delta Lake JVM jars (:mod:`pipelines.delta_jars`), as they would on a cluster.
 
-Writes and reads go through ``format("delta")`` and ``delta.tables.DeltaTable``; the log metadata
-(versions, app transactions, history) is read with delta-rs, which reads any Delta table. Idempotent
-writes use Delta's own ``txnAppId``/``txnVersion`` (options for appends, session confs for DML).
+The log's metadata (versions, app transactions, history, file statistics) is still read with
+delta-rs: it reads any Delta table in milliseconds, where a Spark query over the log costs a job.
+Idempotent writes carry Delta's own application transaction (``txnAppId``/``txnVersion``: writer
+options for appends, session settings for MERGE and DELETE), the same ``txn`` action delta-rs
+writes, so a lake can switch backends between two batches.
+
+Interoperability: tables are created at protocol (reader 1, writer 4), the legacy protocol with the
+change data feed and nothing else, which delta-rs, Spark, Trino and DuckDB all read and write.
+delta-spark would otherwise pick writer 7 with table features; and deletion vectors (reader 3) stay
+off, since the delta-rs backend and Spark's plain-parquet reads see a version as its files.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
 from .base import Data, Txn
 from .delta_rs import DeltaRsStore, normalise_arrow, quote
 
+#: Table properties both backends honour (see the module docstring).
+TABLE_PROPERTIES = {
+    "delta.enableChangeDataFeed": "true",
+    "delta.minReaderVersion": "1",
+    "delta.minWriterVersion": "4",
+}
+
 
 class DeltaSparkStore(DeltaRsStore):
-    """``TableStore`` whose commits and reads are made by delta-spark."""
+    """``TableStore`` whose commits, reads, change feed and maintenance are made by delta-spark."""
 
     backend = "delta-spark"
+
+    def _delta(self, name: str):
+        """The table as a ``delta.tables.DeltaTable`` (imported here: it needs pyspark)."""
+        from delta.tables import DeltaTable as SparkDeltaTable
+
+        return SparkDeltaTable.forPath(self.spark, self.path(name))
 
     def _frame(self, name: str, data: Data):
         if isinstance(data, pa.Table):
@@ -26,27 +47,36 @@ class DeltaSparkStore(DeltaRsStore):
         return data.select(*self.schema(name).names)
 
     @contextmanager
-    def _txn_conf(self, txn: Txn | None) -> Iterator[None]:
-        if txn is None:
-            yield
-            return
-        conf = self.spark.conf
-        conf.set("spark.databricks.delta.write.txnAppId", txn.app_id)
-        conf.set("spark.databricks.delta.write.txnVersion", str(txn.version))
+    def _session_conf(self, conf: Mapping[str, str]) -> Iterator[None]:
+        """Session settings for one statement (Delta reads DML options from the session only)."""
+        spark_conf = self.spark.conf
+        for key, value in conf.items():
+            spark_conf.set(key, value)
         try:
             yield
         finally:
-            conf.unset("spark.databricks.delta.write.txnAppId")
-            conf.unset("spark.databricks.delta.write.txnVersion")
+            for key in conf:
+                spark_conf.unset(key)
+
+    @staticmethod
+    def _txn_conf(txn: Txn | None) -> dict[str, str]:
+        if txn is None:
+            return {}
+        return {"spark.databricks.delta.write.txnAppId": txn.app_id,
+                "spark.databricks.delta.write.txnVersion": str(txn.version)}
 
     def create(self, name: str, schema: pa.Schema) -> None:
+        if self.exists(name):
+            return
         from delta.tables import DeltaTable as SparkDeltaTable
 
         from .spark_arrow import arrow_schema_to_spark
 
-        (SparkDeltaTable.createIfNotExists(self.spark).location(self.path(name))
-            .addColumns(arrow_schema_to_spark(schema))
-            .property("delta.enableChangeDataFeed", "true").execute())
+        builder = (SparkDeltaTable.createIfNotExists(self.spark).location(self.path(name))
+                   .addColumns(arrow_schema_to_spark(schema)))
+        for key, value in TABLE_PROPERTIES.items():
+            builder = builder.property(key, value)
+        builder.execute()
 
     def _write(self, name: str, data: Data, mode: str, txn: Txn | None) -> bool:
         if self._done(self._table(name), txn):
@@ -65,30 +95,28 @@ class DeltaSparkStore(DeltaRsStore):
 
     def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,
                      txn: Txn | None = None) -> bool:
-        from delta.tables import DeltaTable as SparkDeltaTable
-
         if self._done(self._table(name), txn):
             return False
         source = self._frame(name, data)
-        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys) or "true"
-        with self._txn_conf(txn):
-            (SparkDeltaTable.forPath(self.spark, self.path(name)).alias("t")
+        if txn is None and source.isEmpty():
+            return False
+        on = " AND ".join(f"t.`{k}` <=> s.`{k}`" for k in keys) or "true"   # null-safe, as on delta-rs
+        with self._session_conf(self._txn_conf(txn)):
+            (self._delta(name).alias("t")
                 .merge(source.alias("s"), on)
                 .whenMatchedDelete(condition=f"t.`{count}` + s.`{count}` = 0")
-                .whenMatchedUpdate(set={count: f"t.`{count}` + s.`{count}`"})
+                .whenMatchedUpdate(set={f"`{count}`": f"t.`{count}` + s.`{count}`"})
                 .whenNotMatchedInsert(condition=f"s.`{count}` <> 0",
-                                      values={c: f"s.`{c}`" for c in source.columns})
+                                      values={f"`{c}`": f"s.`{c}`" for c in source.columns})
                 .execute())
         return True
 
     def delete(self, name: str, predicate: str | None = None, txn: Txn | None = None) -> bool:
-        from delta.tables import DeltaTable as SparkDeltaTable
-
         if self._done(self._table(name), txn):
             return False
-        with self._txn_conf(txn):
-            SparkDeltaTable.forPath(self.spark, self.path(name)).delete(
-                predicate.replace('"', "`") if predicate else None)
+        # predicates are written for delta-rs (DataFusion): identifiers in double quotes
+        with self._session_conf(self._txn_conf(txn)):
+            self._delta(name).delete(predicate.replace('"', "`") if predicate else None)
         return True
 
     def read(self, name: str, version: int | None = None):
@@ -96,11 +124,6 @@ class DeltaSparkStore(DeltaRsStore):
         if version is not None:
             reader = reader.option("versionAsOf", version)
         return reader.load(self.path(name))
-
-    def row_count(self, name: str, version: int | None = None) -> int:
-        """Spark's count: unlike the log's per-file ``numRecords``, it subtracts the rows of deletion
-        vectors, which delta-spark may write (and it answers from the log's statistics when it can)."""
-        return self.read(name, version).count()
 
     def changes(self, name: str, start: int, end: int | None = None) -> pa.Table:
         reader = (self.spark.read.format("delta").option("readChangeFeed", "true")
@@ -113,19 +136,19 @@ class DeltaSparkStore(DeltaRsStore):
         return table
 
     def compact(self, name: str) -> dict:
-        from delta.tables import DeltaTable as SparkDeltaTable
-
-        rows = SparkDeltaTable.forPath(self.spark, self.path(name)).optimize().executeCompaction().collect()
+        rows = self._delta(name).optimize().executeCompaction().collect()
         return rows[0].asDict(recursive=True) if rows else {}
 
     def vacuum(self, name: str, retention_hours: float, dry_run: bool = False) -> list[str]:
-        if dry_run:
-            return super().vacuum(name, retention_hours, dry_run=True)
-        from delta.tables import DeltaTable as SparkDeltaTable
+        # below Delta's 7-day default Spark refuses unless its check is off; the retention policy is
+        # ops.maintain's (which refuses a short one unless forced), as with delta-rs
+        location = self.path(name).replace("`", "``")
+        sql = f"VACUUM delta.`{location}` RETAIN {retention_hours} HOURS"
+        with self._session_conf({"spark.databricks.delta.retentionDurationCheck.enabled": "false"}):
+            files = sorted(r[0] for r in self.spark.sql(sql + " DRY RUN").collect())
+            if not dry_run and files:
+                self.spark.sql(sql).collect()
+        return files
 
-        before = set(super().vacuum(name, retention_hours, dry_run=True))
-        SparkDeltaTable.forPath(self.spark, self.path(name)).vacuum(retention_hours)
-        return sorted(before)
 
-
-__all__ = ["DeltaSparkStore", "quote"]
+__all__ = ["DeltaSparkStore", "TABLE_PROPERTIES", "quote"]
