@@ -175,8 +175,8 @@ def markdown(records: list[dict]) -> str:
              "stream reading and window building plus that query. The settings differ: SPECTRA (Java, "
              "Xeon E3-1246 v3, 32 GB) keeps its views and indexes in memory and answers per event, on tumbling "
              "windows (each triple in one window), after pruning triples no pattern can match; lakegraph makes every window durable "
-             "(Delta commits of its views, partial embeddings, answers and window log, one per table and batch, "
-             f"so a crash resumes at the last batch) on windows sliding by {config['step_s']} s (each triple in RANGE/STEP "
+             "(Delta commits of its views, partial embeddings, answers and window log, one per table and "
+             f"batch, so a crash resumes at the last batch) on windows sliding by {config['step_s']} s (each triple in RANGE/STEP "
              "windows), with no pruning before the window buffer, in Python on 2 cores.", "",
              "## Where the time goes", "",
              *_costs(records), "",

@@ -123,7 +123,17 @@ def step_difference(store: TableStore, name: str, projection: tuple[str, ...], s
                     versions: dict[int, int]) -> DataFrame:
     """``(_batch, binding)`` rows where the answers after a batch differ from the answers before it
     plus the batch's changes. A batch that left gold at the same version must have no changes."""
-    return _version_steps(store, name, projection, BATCH, [(b, versions.get(b - 1), versions[b]) for b in steps])
+    table, keys = gold_table(name), list(projection)
+    changes = store.read(changes_table(name))
+    parts = [changes.where(F.col(BATCH).isin(steps)).select(F.col(BATCH), *keys, (-_signed()).alias(MULT))]
+    for batch in steps:
+        before, after = versions.get(batch - 1), versions[batch]
+        if before == after:
+            continue
+        parts.append(store.read(table, after).select(F.lit(batch).alias(BATCH), *keys, MULT))
+        if before is not None:
+            parts.append(store.read(table, before).select(F.lit(batch).alias(BATCH), *keys, (-F.col(MULT)).alias(MULT)))
+    return _differences(parts, [BATCH] + keys)
 
 
 def window_difference(store: TableStore, name: str, projection: tuple[str, ...], windows: list[dict],
@@ -145,8 +155,8 @@ def window_difference(store: TableStore, name: str, projection: tuple[str, ...],
     steps = _differences([current, previous, changes.select(WINDOW, *keys, (-_signed()).alias(MULT))],
                          [WINDOW] + keys)
     below = current.where(F.col(MULT) < 1)
-    session = store.spark
-    counted = session.createDataFrame([(w["window"], -w["answers"]) for w in windows], f"{WINDOW} long, {MULT} long")
+    counted = store.spark.createDataFrame([(w["window"], -w["answers"]) for w in windows],
+                                          f"{WINDOW} long, {MULT} long")
     sizes = (current.select(WINDOW, MULT).unionByName(counted).groupBy(WINDOW).agg(F.sum(MULT).alias(MULT))
              .where(F.col(MULT) != 0).select(WINDOW, *[F.lit(None).cast("string").alias(k) for k in keys], MULT))
     return steps.unionByName(below).unionByName(sizes)
@@ -154,38 +164,16 @@ def window_difference(store: TableStore, name: str, projection: tuple[str, ...],
 
 def _rstreams(store: TableStore, name: str, keys: list[str], windows: list[dict]) -> DataFrame:
     """``(_window, binding, _mult)``: the RStream of each window in ``windows`` (window-log rows),
-    each gold version read once."""
-    table = gold_table(name)
+    each gold version read once, the batches' later changes found by one join."""
+    log = store.spark.createDataFrame([(w["window"], w["batch"], w["gold_version"]) for w in windows],
+                                      "_of_window long, _of_batch long, _of_version long")
     changes = store.read(changes_table(name))
-    parts = [changes.where(F.lit(False)).select(WINDOW, *keys, _signed().alias(MULT))]   # typed, for no window
+    later = changes.join(log, (changes[BATCH] == log["_of_batch"]) & (changes[WINDOW] > log["_of_window"]))
+    parts = [later.select(F.col("_of_window").alias(WINDOW), *keys, (-_signed()).alias(MULT))]
     for version in sorted({w["gold_version"] for w in windows}):
-        labels = [w["window"] for w in windows if w["gold_version"] == version]
-        gold = store.read(table, version).select(*keys, MULT)
-        parts.append(gold.crossJoin(store.spark.createDataFrame([(n,) for n in labels], f"{WINDOW} long"))
-                     .select(WINDOW, *keys, MULT))
-    for w in windows:
-        later = changes.where((F.col(BATCH) == w["batch"]) & (F.col(WINDOW) > w["window"]))
-        parts.append(later.select(F.lit(w["window"]).cast("long").alias(WINDOW), *keys, (-_signed()).alias(MULT)))
+        at = log.where(F.col("_of_version") == version).select(F.col("_of_window").alias(WINDOW))
+        parts.append(store.read(gold_table(name), version).crossJoin(at).select(WINDOW, *keys, MULT))
     return _differences(parts, [WINDOW] + keys)
-
-
-def _version_steps(store: TableStore, name: str, projection: tuple[str, ...], column: str,
-                   steps: list[tuple[int, int | None, int]]) -> DataFrame:
-    """``(column, binding)`` rows where, for each step ``(label, before, after)`` of gold versions,
-    the answers at ``after`` differ from those at ``before`` (none when None) plus the changes
-    labelled ``label`` in ``column`` (a batch or a window). A step that left gold at the same
-    version must have no changes."""
-    table, keys = gold_table(name), list(projection)
-    changes = store.read(changes_table(name))
-    labels = [label for label, _, _ in steps]
-    parts = [changes.where(F.col(column).isin(labels)).select(F.col(column), *keys, (-_signed()).alias(MULT))]
-    for label, before, after in steps:
-        if before == after:
-            continue
-        parts.append(store.read(table, after).select(F.lit(label).alias(column), *keys, MULT))
-        if before is not None:
-            parts.append(store.read(table, before).select(F.lit(label).alias(column), *keys, (-F.col(MULT)).alias(MULT)))
-    return _differences(parts, [column] + keys)
 
 
 def _window_outcomes(store: TableStore, name: str, projection: tuple[str, ...], steps: list[int]) -> list[Outcome]:
