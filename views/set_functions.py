@@ -24,7 +24,7 @@ from typing import Callable, Mapping
 
 from .aggregates import Aggregation
 from .filters import const_kind
-from .numbers import divide, integer, number, spell, total
+from .numbers import Number, divide, integer, number, spell, total
 from .ordering import order_key
 from .terms import literal, split_literal
 
@@ -57,7 +57,8 @@ def _count(values: Counter, _: str) -> str:
     return integer(sum(values.values()))
 
 
-def _numbers(values: Counter):
+def _numbers(values: Counter) -> list[tuple[Number, int]] | None:
+    """The values as numbers with their multiplicities; None if any is not a number (an error)."""
     found = [(number(term), mult) for term, mult in values.items()]
     return None if any(n is None for n, _ in found) else found
 
