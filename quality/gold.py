@@ -3,7 +3,9 @@
 Two kinds of checks, both real GX expectations run on Spark DataFrames:
 
 * rows: every answer has ``_mult`` >= 1 (a zero or negative multiplicity is a MERGE that failed to
-  delete), every projected variable is bound, and each binding appears once (the MERGE key);
+  delete), every projected variable is bound (except those the gold schema lets be unbound: an
+  aggregate, a ``timestamp()``), and each binding appears once (the MERGE key; for an aggregate
+  query that is one row per group when SELECT keeps the GROUP BY variables);
 * consistency: the answer changes summed up to the last completed batch equal the answers at that
   batch, and, through time travel, the answers after each batch equal the answers before it plus
   that batch's changes; for a windowed query, the answers of each window equal the previous
@@ -30,6 +32,7 @@ from pyspark.sql import functions as F
 
 from pipelines import catalog
 from pipelines.answers import gold_version, windows
+from pipelines.engine.step import gold_schema
 from pipelines.lake import BatchLog, changes_table, gold_table, now
 from pipelines.ops.maintain import TIME_TRAVEL_HORIZON_HOURS
 from pipelines.storage import TableStore
@@ -44,20 +47,21 @@ CONSISTENCY_SUITE = "gold_changes"
 
 
 @cache
-def rows_suite(projection: tuple[str, ...]) -> ExpectationSuite:
-    """The row suite for a projection. Its name carries a digest of the columns because the GX
-    context caches suites by name and a query may be re-registered with other variables."""
+def rows_suite(projection: tuple[str, ...], bound: tuple[str, ...]) -> ExpectationSuite:
+    """The row suite for a projection whose ``bound`` columns may never be unbound. Its name carries
+    a digest of the columns because the GX context caches suites by name and a query may be
+    re-registered with other variables."""
     E = expectations
     checks = [E.ExpectColumnValuesToBeBetween(column=MULT, min_value=1,
                                               description="every answer has multiplicity at least 1")]
     checks += [E.ExpectColumnValuesToNotBeNull(column=v, description=f"?{v} is bound in every answer")
-               for v in projection]
+               for v in bound]
     if len(projection) == 1:
         checks.append(E.ExpectColumnValuesToBeUnique(column=projection[0], description="each binding appears once"))
     elif projection:
         checks.append(E.ExpectCompoundColumnsToBeUnique(column_list=list(projection),
                                                         description="each binding appears once"))
-    digest = hashlib.sha256("\0".join(projection).encode()).hexdigest()[:12]
+    digest = hashlib.sha256("\0".join([*projection, "|", *bound]).encode()).hexdigest()[:12]
     return gxp.register(ExpectationSuite(name=f"{ROWS_SUITE}_rows_{digest}", expectations=checks))
 
 
@@ -214,7 +218,8 @@ def check_query(store: TableStore, name: str, since: datetime | None = None) -> 
     query = catalog.lookup(store, name)
     projection = query.plan.projection
     table = gold_table(name)
-    found = check(rows_suite(projection), store.read(table), ROWS_SUITE, table)
+    bound = tuple(f.name for f in gold_schema(query.plan) if not f.nullable and f.name != MULT)
+    found = check(rows_suite(projection, bound), store.read(table), ROWS_SUITE, table)
     last = BatchLog(store).last_done()   # registration wrote one, so a registered query has a batch
     answers = store.read(table, gold_version(store, name, batch=last.batch))
     changes = store.read(changes_table(name)).where(F.col(BATCH) <= last.batch)

@@ -50,6 +50,10 @@ WHERES = {
                "BIND(f:timestamp(?x, ex:knows, ?y) AS ?t) FILTER(f:timestamp(?y, ex:likes, ?z) >= ?t) }",
     "stamped_bg": "SELECT ?x (f:timestamp(?x, ex:type, ex:Person) AS ?t) WHERE { ?x ex:type ex:Person . "
                   "?x ex:knows ?y }",
+    # CSRBench-style: an average of readings per sensor in each window, with a FILTER
+    "avg": "SELECT ?x (AVG(?n) AS ?mean) (COUNT(?n) AS ?readings) WHERE { ?x ex:age ?n FILTER(?n > 10) } GROUP BY ?x",
+    # one group: a row in every window, empty ones included (COUNT 0, AVG 0, MAX unbound)
+    "overall": "SELECT (COUNT(*) AS ?n) (AVG(?a) AS ?mean) (MAX(?a) AS ?oldest) WHERE { ?x ex:age ?a . ?x ex:knows ?y }",
 }
 # C-SPARQL's timestamp() for pyoxigraph: each stream triple of a window also sits in the named graph
 # <urn:ts:MS> of its timestamp (tests.windows_model), which an OPTIONAL GRAPH reads back.
@@ -75,6 +79,7 @@ CASES = {
     "filtered_tumbling": ("filtered", TUMBLING), "product_now": ("product", NOW),
     "star_now": ("star", NOW), "chain_count": ("chain", COUNT), "distinct_count": ("distinct", COUNT),
     "stamped_sliding": ("stamped", SLIDING), "stamped_bg_count": ("stamped_bg", COUNT),
+    "avg_tumbling": ("avg", TUMBLING), "overall_sliding": ("overall", SLIDING),
 }
 LATE_REGISTERED = {"chain_sliding", "star_now"}       # registered after the first batch: history replayed
 SPARK_CASES = ("stamped_sliding", "chain_count")      # the Spark engine runs a representative pair

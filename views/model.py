@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Union
 
 if TYPE_CHECKING:
+    from .aggregates import Grouping
     from .streams import StreamWindow
 
 
@@ -229,3 +230,4 @@ class Query:
     register_name: str | None = None
     register_kind: str | None = None
     template: tuple[TriplePattern, ...] = ()     # a CONSTRUCT's template (its projection: the variables)
+    grouping: Grouping | None = None            # GROUP BY / aggregates / HAVING (projection: the answer columns)

@@ -12,6 +12,10 @@ A query becomes:
 * a **query filter** for FILTERs spanning components (or with no variable bound by the pattern),
   applied to the product of the components before projection.
 
+An aggregate query (:mod:`views.aggregates`) is planned the same way with the group and
+aggregated variables as the projection; its :class:`~views.aggregates.Aggregation` turns that bag
+into answer rows.
+
 A FILTER is split at its top-level ``&&`` first, so each conjunct goes as low as it can; a conjunct
 is pushed into *every* pattern holding all its variables (each copy prunes its own view).
 """
@@ -22,6 +26,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
+from .aggregates import Aggregation, aggregation_plan
 from .decompose import Part, decompose, delta_orders, overlap_edges, query_class, star_decomposition
 from .errors import UnsupportedQuery
 from .filters import TRUE, filter_sql
@@ -81,6 +86,13 @@ class QueryPlan:
     # a CONSTRUCT's template: (s, p, o) as N-Triples terms or ?variables
     template: tuple[tuple[str, str, str], ...] = ()
     output_stream: str | None = None          # REGISTER STREAM: where each window's triples go (bare IRI)
+    aggregation: Aggregation | None = None    # GROUP BY / aggregates: projection is then the answer columns
+
+    @property
+    def bag_columns(self) -> tuple[str, ...]:
+        """The columns the delta rules project the BGP's solutions onto: the aggregation's inputs,
+        else the answer columns."""
+        return self.aggregation.inputs if self.aggregation else self.projection
 
     @property
     def stamps(self) -> tuple[str, ...]:
@@ -114,7 +126,8 @@ class QueryPlan:
                       "components": components,
                       "streams": tuple(StreamWindow(**w) for w in data.get("streams", ())),
                       "graphs": tuple(data.get("graphs", ())),
-                      "template": tuple(tuple(t) for t in data.get("template", ()))})
+                      "template": tuple(tuple(t) for t in data.get("template", ())),
+                      "aggregation": Aggregation.from_dict(data.get("aggregation"))})
 
 
 def _pairs(items: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
@@ -157,6 +170,7 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: 
         views=tuple({v.id: v for v, _ in views}.values()), components=components,
         filter_sql=_sql(spanning, set(query.variables)), streams=query.streams, graphs=query.graphs,
         lateness_ms=lateness_ms, output_stream=output,
+        aggregation=aggregation_plan(query.grouping) if query.grouping else None,
         template=tuple(tuple(f"?{n.name}" if isinstance(n, Var) else n for _, n in t.nodes()) for t in query.template))
 
 
@@ -283,6 +297,10 @@ def explain(plan: QueryPlan) -> str:
             f"pe_{plan.name}_{k} (C{k})" for k in range(len(plan.components))))
     else:
         lines.append("  partial embeddings: none (a single subquery: its embeddings are the answers)")
+    if plan.aggregation:
+        lines += ["  " + line for line in plan.aggregation.explain(f"pe_{plan.name}_bag")]
+        if plan.aggregation.having_sql:
+            lines.append(f"    HAVING (on the answer rows): {_abridged(plan.aggregation.having_sql)}")
     if plan.distinct or plan.form == "ask":
         lines.append(f"  projected bag: pe_{plan.name}_bag ({'DISTINCT' if plan.distinct else 'ASK'}: "
                      "answers are the bindings with positive count)")

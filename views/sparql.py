@@ -16,6 +16,12 @@ Choices worth knowing:
 * Triple patterns keep source order (rdflib's algebra reorders them), duplicates are dropped (a BGP
   is a set), and SELECT * lists the non-blank-node variables in order of first appearance.
 * A projected variable that no triple pattern binds is refused (it would be unbound in every row).
+* Aggregates (:mod:`views.aggregates`): GROUP BY variables, SELECT items that are variables of
+  GROUP BY or ``(AGG(?x) AS ?a)`` / ``(COUNT(*) AS ?n)``, and HAVING. They are read from a fresh
+  parse tree (prefixes resolved): rdflib's algebra rewrites aggregates in place and, with HAVING,
+  loses them. HAVING's aggregates that SELECT does not name get hidden columns ``_a0``, ``_a1``...
+  Still refused: GROUP BY expressions, aggregates of expressions, expressions on aggregate results,
+  COUNT(DISTINCT *), and DISTINCT unless every GROUP BY variable is projected (then a no-op).
 * C-SPARQL (:mod:`views.streams`): the ``REGISTER`` header and the stream windows are read and
   blanked before rdflib parses the rest; ``FROM`` clauses reach rdflib as SPARQL dataset clauses,
   and C-SPARQL's ``timestamp(?s, ?p, ?o)`` must name one of the query's triple patterns: it becomes
@@ -27,17 +33,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, Callable, Iterator
+from functools import partial
+from typing import Any, Callable, Iterable, Iterator
 
 from pyparsing import ParseBaseException
 from rdflib.paths import Path
-from rdflib.plugins.sparql.algebra import translateQuery
+from rdflib.plugins.sparql.algebra import translatePName, translatePrologue, translateQuery, traverse
+from rdflib.plugins.sparql.operators import simplify as simplify_expression
 from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
 from rdflib.plugins.sparql.parserutils import CompValue
 from rdflib.term import BNode, Identifier, Literal, URIRef, Variable
 
 from schemas.tables import RESERVED_COLUMNS
 
+from .aggregates import AggregateCall, Grouping
 from .errors import QuerySyntaxError, UnsupportedQuery
 from .model import (COMPARISONS, FUNCTIONS, TIMESTAMP, And, Call, Compare, Const, Expr, Not, Or, Query,
                     TriplePattern, Unbound, Var, rebuild, walk)
@@ -62,6 +71,8 @@ _REFUSED_PATTERNS = {
     "values": ("VALUES is not supported", keyword("VALUES")),
 }
 _SUBQUERY_NODES = {"Project", "Distinct", "Reduced", "Slice", "OrderBy", "AggregateJoin", "Group"}
+_AGGREGATES = {"Aggregate_Count": "COUNT", "Aggregate_Sum": "SUM", "Aggregate_Avg": "AVG", "Aggregate_Min": "MIN",
+               "Aggregate_Max": "MAX", "Aggregate_Sample": "SAMPLE", "Aggregate_GroupConcat": "GROUP_CONCAT"}
 
 
 def render(term: Identifier) -> str:
@@ -116,6 +127,7 @@ class _Parser:
         tree = self._parse()
         node = tree[1]
         self._check_form(node)
+        grouped = node.name == "SelectQuery" and _has_aggregation(node)
         algebra = self._translate(tree).algebra
         streams, graphs = self.clauses.dataset([render(c.default) for c in algebra.datasetClause or []],
                                                self.src, self.label)
@@ -125,7 +137,7 @@ class _Parser:
         project = algebra.p.p if algebra.p.name in ("Distinct", "Reduced") else algebra.p
         found: list[tuple[int, tuple]] = []
         self.select_as = {str(item["evar"]) for item in node.projection or [] if "evar" in item}
-        filters = self.pattern(project.p, found)
+        filters = self.pattern(_below_aggregation(project.p) if grouped else project.p, found)
         if not found:
             raise self.refuse("a query without any triple pattern is not supported")
         taken = ({str(t) for _, triple in found for t in triple if isinstance(t, Variable)}
@@ -135,15 +147,19 @@ class _Parser:
         patterns, filters = self._timestamps(patterns, filters, taken)
         variables = tuple(dict.fromkeys(v for t in patterns for v in t.variables()))
         template = self._template(algebra.template, variables) if form == "construct" else ()
+        grouping = None
         if form == "construct":
             projection = tuple(dict.fromkeys(v for t in template for v in t.variables()))
+        elif grouped:
+            grouping, projection = self._grouping(variables, taken)
+            distinct = self._distinct_groups(distinct, grouping, projection)
         else:
             projection = () if form == "ask" else self._projection(node, variables)
-        self._check_names(variables, filters)
+        self._check_names([*variables, *(c.name for c in grouping.calls)] if grouping else variables, filters)
         return Query(text=self.src.text, form=form, patterns=patterns, filters=tuple(filters),
                      projection=projection, distinct=distinct, variables=variables, streams=streams,
                      graphs=graphs, register_name=self.clauses.register_name,
-                     register_kind=self.clauses.register_kind, template=template)
+                     register_kind=self.clauses.register_kind, template=template, grouping=grouping)
 
     def _template(self, triples: list[tuple], variables: tuple[str, ...]) -> tuple[TriplePattern, ...]:
         """A CONSTRUCT template, in source order: constants and variables the WHERE binds (a blank
@@ -200,16 +216,20 @@ class _Parser:
         what the user wrote)."""
         if node.name == "DescribeQuery":
             raise self.refuse("DESCRIBE is not supported", keyword("DESCRIBE"))
+        grouped = _has_aggregation(node)
+        if grouped and node.name != "SelectQuery":
+            raise self.refuse("aggregates and GROUP BY are supported in SELECT queries only",
+                              _AGGREGATE_RE if node.having else keyword(r"GROUP\s+BY"))
+        if node.groupby and not all(isinstance(c, Variable) for c in node.groupby.condition):
+            raise self.refuse("GROUP BY an expression is not supported (group by variables)",
+                              keyword(r"GROUP\s+BY"))
         for item in node.projection or []:
-            if "expr" in item:
-                if any(n.name.startswith("Aggregate_") for n in _comp_values(item["expr"])):
-                    raise self.refuse("aggregates are not supported", _AGGREGATE_RE)
+            if "expr" in item and not grouped:     # a grouped SELECT's items are read by _grouping
                 if any(n.name == "Function" for n in _comp_values(item["expr"])):
                     continue                # maybe a timestamp(): the algebra's Extend decides
                 raise self.refuse(f"SELECT expressions (... AS ?{item['evar']}) are not supported",
                                   keyword("AS"))
-        for key, what, word in (("groupby", "GROUP BY", r"GROUP\s+BY"), ("having", "HAVING", "HAVING"),
-                                ("orderby", "ORDER BY", r"ORDER\s+BY"), ("valuesClause", "VALUES", "VALUES")):
+        for key, what, word in (("orderby", "ORDER BY", r"ORDER\s+BY"), ("valuesClause", "VALUES", "VALUES")):
             if getattr(node, key):
                 raise self.refuse(f"{what} is not supported", keyword(word))
         if node.limitoffset:
@@ -227,7 +247,79 @@ class _Parser:
                                   rf"[?$]{re.escape(name)}(?!\w)")
         return names
 
-    def _check_names(self, variables: tuple[str, ...], filters: list[Expr]) -> None:
+    # -- aggregates ------------------------------------------------------------------------------
+    def _grouping(self, variables: tuple[str, ...], taken: set[str]) -> tuple[Grouping, tuple[str, ...]]:
+        """GROUP BY, SELECT's items and HAVING, from a fresh parse tree with prefixes resolved (the
+        one the algebra was built from has had its aggregates rewritten in place)."""
+        tree = parseQuery(self.src.rewritten)
+        node = traverse(tree[1], visitPost=partial(translatePName, prologue=translatePrologue(tree[0], None)))
+        group_by = []
+        for condition in node.groupby.condition if node.groupby else []:
+            group_by.append(self._bound(str(condition), variables))
+        if not node.projection:
+            raise self.invalid("SELECT * cannot be used with GROUP BY or aggregates", keyword("SELECT"))
+        calls, projection = [], []
+        for item in node.projection:
+            if "var" in item:
+                name = str(item["var"])
+                if name not in group_by:
+                    raise self.invalid(f"?{name} is projected but neither grouped nor aggregated",
+                                       rf"[?$]{re.escape(name)}(?!\w)")
+            else:
+                name, expr = str(item["evar"]), simplify_expression(item["expr"])
+                if not (isinstance(expr, CompValue) and expr.name in _AGGREGATES):
+                    raise self.refuse(f"expressions other than a single aggregate (... AS ?{name}) are not "
+                                      "supported", keyword("AS"))
+                calls.append(self._call(expr, name, variables))
+            projection.append(name)
+        hidden = _fresh_names(taken | set(projection), "_a")
+
+        def column_of(expr: Any) -> Variable | None:
+            """An aggregate in HAVING as the column of the same aggregate (a hidden one if SELECT has none)."""
+            if not (isinstance(expr, CompValue) and expr.name in _AGGREGATES):
+                return None
+            call = self._call(expr, "", variables)
+            same = next((c for c in calls if replace(c, name="") == call), None)
+            if same is None:
+                same = replace(call, name=next(hidden))
+                calls.append(same)
+            return Variable(same.name)
+
+        having = [traverse(simplify_expression(c), visitPost=column_of)
+                  for c in (node.having.condition if node.having else [])]
+        scope = set(group_by) | {c.name for c in calls}
+        return (Grouping(tuple(group_by), tuple(calls), tuple(self.expr(h, scope) for h in having)),
+                tuple(dict.fromkeys(projection)))
+
+    def _call(self, node: CompValue, name: str, variables: tuple[str, ...]) -> AggregateCall:
+        """One aggregate of the parse tree, of a variable the pattern binds (or ``COUNT(*)``)."""
+        function, distinct = _AGGREGATES[node.name], bool(node.distinct)
+        arg = simplify_expression(node.vars)
+        if arg == "*":
+            if distinct:
+                raise self.refuse("COUNT(DISTINCT *) is not supported", _AGGREGATE_RE)
+            return AggregateCall(name, function, None)
+        if not isinstance(arg, Variable):
+            raise self.refuse(f"{function} of an expression is not supported (aggregate a variable)",
+                              _AGGREGATE_RE)
+        separator = " " if node.separator is None else str(node.separator)
+        return AggregateCall(name, function, self._bound(str(arg), variables), distinct, separator)
+
+    def _bound(self, name: str, variables: tuple[str, ...]) -> str:
+        if name not in variables:
+            raise self.refuse(f"?{name} is grouped or aggregated but no triple pattern binds it",
+                              rf"[?$]{re.escape(name)}(?!\w)")
+        return name
+
+    def _distinct_groups(self, distinct: bool, grouping: Grouping, projection: tuple[str, ...]) -> bool:
+        """DISTINCT over aggregate answers: a no-op (hence False) when SELECT keeps every GROUP BY
+        variable, since each group gives one row; otherwise refused for now."""
+        if distinct and not set(grouping.group_by) <= set(projection):
+            raise self.refuse("SELECT DISTINCT over aggregates is supported only when every GROUP BY "
+                              "variable is projected", keyword("DISTINCT"))
+        return False
+
+    def _check_names(self, variables: Iterable[str], filters: list[Expr]) -> None:
         """Variables become column names next to lakegraph's metadata columns."""
         used = set(variables) | {v.name for f in filters for v in walk(f) if isinstance(v, (Var, Unbound))}
         for name in sorted(used):
@@ -309,7 +401,7 @@ class _Parser:
             word = "NOT EXISTS" if name == "Builtin_NOTEXISTS" else "EXISTS"
             raise self.refuse(f"FILTER {word} is not supported", keyword(word.replace(" ", r"\s+")))
         if name.startswith("Aggregate_"):
-            raise self.refuse("aggregates are not supported", _AGGREGATE_RE)
+            raise self.refuse("aggregates are allowed only in SELECT and HAVING", _AGGREGATE_RE)
         if name.startswith("Builtin_"):
             builtin = name[len("Builtin_"):].upper()
             if builtin == "ISURI":
@@ -450,6 +542,21 @@ _PATH_OPERATOR_RE = r"(?<![|^])\|(?!\|)|(?<![\^\w])\^(?!\^)|/|(?<![\w!])!(?!=)|(
 def _projected(item: CompValue) -> str:
     """The variable a SELECT item projects: ``?x``, or the ``?t`` of ``(expression AS ?t)``."""
     return str(item["var"] if "var" in item else item["evar"])
+
+
+def _has_aggregation(node: CompValue) -> bool:
+    """Whether a query groups: GROUP BY, HAVING, or an aggregate in SELECT (read from the parse tree)."""
+    items = [item["expr"] for item in node.projection or [] if "expr" in item]
+    return bool(node.groupby or node.having
+                or any(n.name.startswith("Aggregate_") for n in _comp_values(items)))
+
+
+def _below_aggregation(node: CompValue) -> CompValue:
+    """The WHERE pattern under the algebra rdflib builds for an aggregate query
+    (Extend* / Filter (HAVING) / AggregateJoin / Group / the pattern)."""
+    while node.name != "AggregateJoin":
+        node = node.p
+    return node.p.p
 
 
 def _one_line(text: str) -> str:

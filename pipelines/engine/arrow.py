@@ -78,6 +78,12 @@ class ArrowZSets:
         keep = [c for c in joined.column_names if c not in ("_m_left", "_m_right", _KEY)]
         return joined.select(keep).append_column(MULT, mult)
 
+    def semijoin(self, frame: pa.Table, keys: pa.Table, columns: Sequence[str]) -> pa.Table:
+        if frame.num_rows == 0 or keys.num_rows == 0:
+            return frame.slice(0, 0)
+        wanted = keys.select(list(columns)).group_by(list(columns), use_threads=False).aggregate([])
+        return frame.join(wanted, keys=list(columns), join_type="left semi", use_threads=True)
+
     def add(self, frames: Sequence[pa.Table]) -> pa.Table:
         order = frames[0].column_names
         return pa.concat_tables([f.select(order) for f in frames], promote_options="default")

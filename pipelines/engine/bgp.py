@@ -12,12 +12,13 @@ patterns in the plan's delta order (every next pattern shares a variable with th
 star decomposition's overlapping-subqueries order), so the work follows the changed rows and what
 they join with. The same rule over components gives the product's change; FILTERs act row by row
 and projection sums multiplicities, so both commute with deltas. DISTINCT (and ASK) keep the
-projected bag and emit only the changes of its support.
+projected bag and emit only the changes of its support. An aggregate query keeps its bag too, and
+the aggregate operator (:mod:`pipelines.engine.aggregates`) turns its change into answer changes.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -25,6 +26,7 @@ from schemas.tables import MULT
 from views.plan import Component, QueryPlan
 
 from ..lake import bag_table, pe_table
+from .aggregates import AggregateOperator
 from .zsets import ZSetEngine, binding_schema
 
 Frame = Any   # an engine's frame (Spark DataFrame or Arrow table)
@@ -45,8 +47,8 @@ def state_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
     if keeps_components(plan):
         for i, component in enumerate(plan.components):
             owned[pe_table(plan.name, i)] = binding_schema(component.variables)
-    if is_distinct(plan):
-        owned[bag_table(plan.name)] = binding_schema(plan.projection)
+    if is_distinct(plan) or plan.aggregation:
+        owned[bag_table(plan.name)] = binding_schema(plan.bag_columns)
     return owned
 
 
@@ -99,8 +101,9 @@ def product_delta(z: ZSetEngine, deltas: Sequence[Frame | None], old: Sequence[F
 
 
 def project(z: ZSetEngine, plan: QueryPlan, rows: Frame) -> Frame:
-    """Global FILTERs, then projection onto the output variables (multiplicities summed)."""
-    return z.consolidate(z.where(rows, plan.filter_sql), plan.projection)
+    """Global FILTERs, then projection onto the output variables, or an aggregation's inputs
+    (multiplicities summed)."""
+    return z.consolidate(z.where(rows, plan.filter_sql), plan.bag_columns)
 
 
 @dataclass
@@ -122,13 +125,17 @@ class QueryMaintainer:
     def __init__(self, plan: QueryPlan, z: ZSetEngine) -> None:
         self.plan = plan
         self.z = z
+        self.aggregate = AggregateOperator(plan, z) if plan.aggregation else None
 
     def tables(self) -> dict[str, pa.Schema]:
         """The state tables this query owns, with their schemas (gold and changes excluded)."""
         return state_tables(self.plan)
 
     def schemas(self) -> dict[str, pa.Schema]:
-        """The schema of every output of :meth:`outputs`: owned tables and the gold change."""
+        """The schema of every output of :meth:`outputs`: owned tables and the gold change (an
+        aggregate query: what its operator needs to compute it)."""
+        if self.aggregate is not None:
+            return {**self.tables(), **self.aggregate.schemas()}
         return {**self.tables(), GOLD: binding_schema(self.plan.projection)}
 
     def outputs(self, delta_frames: dict[str, Frame]) -> dict[str, Frame]:
@@ -146,15 +153,21 @@ class QueryMaintainer:
             rows = product_delta(z, comp_deltas, old)
         else:
             rows = comp_deltas[0]
-        if rows is None:
+        projected = None if rows is None else project(z, plan, rows)
+        if self.aggregate is not None:
+            return {**out, **self.aggregate.outputs(projected)}
+        if projected is None:
             return out
-        projected = project(z, plan, rows)
         if not is_distinct(plan):
             out[GOLD] = projected
             return out
         out[bag_table(plan.name)] = projected
         out[GOLD] = z.support_delta(projected, z.read(bag_table(plan.name)), plan.projection)
         return out
+
+    def answer_change(self, results: Mapping[str, pa.Table]) -> pa.Table:
+        """The answer change from this query's collected outputs (keyed as :meth:`schemas`)."""
+        return self.aggregate.answer_change(results) if self.aggregate is not None else results[GOLD]
 
     def full(self) -> QueryDelta:
         """The query's whole state and answers from the views (a delta from empty): the backfill
@@ -169,8 +182,11 @@ class QueryMaintainer:
         rows = components[0]
         for other in components[1:]:
             rows = z.join(rows, other)
-        schema = binding_schema(plan.projection)
+        schema = binding_schema(plan.bag_columns)
         bag = z.collect({GOLD: project(z, plan, rows)}, {GOLD: schema})[GOLD]
+        if self.aggregate is not None:
+            state[bag_table(plan.name)] = bag
+            return QueryDelta(state, self.aggregate.answers(bag))
         if not is_distinct(plan):
             return QueryDelta(state, bag)
         state[bag_table(plan.name)] = bag

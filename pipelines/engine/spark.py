@@ -47,6 +47,10 @@ class SparkZSets:
         joined = a.join(b, on=shared, how="inner") if shared else a.crossJoin(b)
         return joined.withColumn(MULT, F.col("_m_left") * F.col("_m_right")).drop("_m_left", "_m_right")
 
+    def semijoin(self, frame: DataFrame, keys: DataFrame, columns: Sequence[str]) -> DataFrame:
+        return frame.join(keys.select(*[F.col(f"`{c}`") for c in columns]).distinct(), on=list(columns),
+                          how="left_semi")
+
     def add(self, frames: Sequence[DataFrame]) -> DataFrame:
         return reduce(lambda a, b: a.unionByName(b), frames)
 

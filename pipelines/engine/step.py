@@ -21,7 +21,7 @@ from views.plan import QueryPlan, ViewDef
 from .. import catalog
 from ..lake import BatchRecord, changes_table, gold_table
 from ..storage import TableStore, Txn
-from .bgp import GOLD, QueryMaintainer
+from .bgp import QueryMaintainer
 from .views import compute_view_changes, probe_arrow, probe_spark
 from .zsets import ZSetEngine, binding_schema
 
@@ -31,8 +31,10 @@ WindowTag = tuple[int, int]
 
 def gold_schema(plan: QueryPlan) -> pa.Schema:
     """Schema of a query's answer table: a projected ``timestamp()`` may be unbound (a triple in
-    a background graph and in no window has none)."""
-    return binding_schema(plan.projection, nullable=plan.stamps)
+    a background graph and in no window has none), and so may an aggregate (SUM of a string, MIN
+    of no values)."""
+    aggregates = tuple(c.name for c in plan.aggregation.calls) if plan.aggregation else ()
+    return binding_schema(plan.projection, nullable=plan.stamps + aggregates)
 
 
 def unbind_stamps(plan: QueryPlan, gold: pa.Table) -> pa.Table:
@@ -120,7 +122,8 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan]) -> Step:
         schemas.update({(m.plan.name, key): schema for key, schema in m.schemas().items()})
     results = z.collect(outputs, schemas)
     state = {m.plan.name: {t: results[(m.plan.name, t)] for t in m.tables()} for m in maintainers}
-    gold = {m.plan.name: unbind_stamps(m.plan, results[(m.plan.name, GOLD)]) for m in maintainers}
+    gold = {m.plan.name: unbind_stamps(m.plan, m.answer_change({k: results[(m.plan.name, k)] for k in m.schemas()}))
+            for m in maintainers}
     return Step(views, changes.deltas, len(changes.noop_seqs), state, gold)
 
 

@@ -50,6 +50,10 @@ class ZSetEngine(Protocol, Generic[Frame]):
     def join(self, left: Frame, right: Frame) -> Frame:
         """Natural join on the shared columns (a Cartesian product when none); multiplicities multiply."""
 
+    def semijoin(self, frame: Frame, keys: Frame, columns: Sequence[str]) -> Frame:
+        """The rows of ``frame`` whose ``columns`` equal those of some row of ``keys`` (multiplicities
+        of ``frame`` kept, those of ``keys`` ignored): reading only the groups a batch touches."""
+
     def add(self, frames: Sequence[Frame]) -> Frame:
         """Z-set sum without consolidation (every row kept with its multiplicity)."""
 

@@ -1,0 +1,119 @@
+"""The aggregate operator: an aggregate query's answer change from the change of its projected bag.
+
+The BGP delta rules (:mod:`pipelines.engine.bgp`) keep an aggregate query's solutions projected
+onto its group and aggregated variables, with multiplicities, in its bag table (``pe_<query>_bag``):
+per group, an index of its values. A group's answer is a function of its rows there alone
+(:func:`views.set_functions.answer_row`), so deleting a group's minimum finds the next one
+without re-reading views. One step (a batch, or a window):
+
+1. the bag changes by the projection's change (committed with the step like any state table);
+2. the rows, before the step, of the groups that change touches are read (a semi-join on the group
+   columns; the whole bag for the one group of a query without GROUP BY), in the same collect as
+   every other output of the step;
+3. each touched group's answer row before and after is computed from them, HAVING keeps some,
+   SELECT projects them;
+4. the answer change retracts the old rows and inserts the new ones (equal rows cancel; a group
+   whose rows all go only retracts).
+
+Without GROUP BY the one group answers even when nothing matches (COUNT 0). Registration writes
+that row over the whole graph; a windowed query starts with empty gold, so each of its window
+steps touches the group and retracts an old row only when gold holds one.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, Mapping
+
+import pyarrow as pa
+
+from schemas.tables import MULT
+from views.plan import QueryPlan
+from views.set_functions import answer_row
+
+from ..lake import bag_table, gold_table
+from .arrow import consolidate
+from .zsets import ZSetEngine, binding_schema
+
+Frame = Any   # an engine's frame (Spark DataFrame or Arrow table)
+
+#: Output key: the bag rows, before the step, of the groups the step touches.
+OLD_ROWS = "aggregate_rows"
+#: Output key (no GROUP BY): gold's rows as a zero-column Z-set, whether the group has answered.
+ANSWERED = "aggregate_answered"
+
+
+class AggregateOperator:
+    """Turns the change of ``plan``'s bag into its answer change, on engine ``z``."""
+
+    def __init__(self, plan: QueryPlan, z: ZSetEngine) -> None:
+        assert plan.aggregation is not None
+        self.plan = plan
+        self.z = z
+        self.aggregation = plan.aggregation
+        # a windowed query without GROUP BY recomputes its one group every step (see the module text)
+        self.always = not self.aggregation.group_by and plan.windowed
+
+    def schemas(self) -> dict[str, pa.Schema]:
+        """The schemas of the outputs :meth:`outputs` adds besides the bag's change."""
+        return {OLD_ROWS: binding_schema(self.plan.bag_columns), ANSWERED: binding_schema(())}
+
+    def outputs(self, bag_delta: Frame | None) -> dict[str, Frame]:
+        """The bag's change and what the answer change needs (lazy on Spark); nothing when the
+        step leaves every group as it was."""
+        plan, z, group_by = self.plan, self.z, self.aggregation.group_by
+        if bag_delta is None and not self.always:
+            return {}
+        bag = z.read(bag_table(plan.name))
+        out = {} if bag_delta is None else {bag_table(plan.name): bag_delta}
+        if group_by:
+            out[OLD_ROWS] = z.semijoin(bag, bag_delta, group_by)
+        else:
+            out[OLD_ROWS] = bag
+            out[ANSWERED] = z.consolidate(z.read(gold_table(plan.name)), ())
+        return out
+
+    def answer_change(self, results: Mapping[str, pa.Table]) -> pa.Table:
+        """The answer change from the collected outputs (keyed as :meth:`outputs` keys them)."""
+        delta, old = results[bag_table(self.plan.name)], results[OLD_ROWS]
+        before = self._groups(old)
+        after = self._groups(pa.concat_tables([old, delta.cast(old.schema)]))
+        touched = set(self._groups(delta))
+        answered = True
+        if not self.aggregation.group_by:
+            touched |= {()} if self.always else set()
+            answered = sum(results[ANSWERED][MULT].to_pylist()) > 0
+        signed = []
+        for group in sorted(touched):
+            if answered:
+                signed.append((answer_row(self.aggregation, group, before.get(group, {})), -1))
+            signed.append((answer_row(self.aggregation, group, after.get(group, {})), 1))
+        return self._answers(signed)
+
+    def answers(self, bag: pa.Table) -> pa.Table:
+        """Every group's answer row from the whole bag (a delta from nothing: the backfill)."""
+        groups = self._groups(bag)
+        if not self.aggregation.group_by:
+            groups.setdefault((), Counter())
+        return self._answers([(answer_row(self.aggregation, g, rows), 1) for g, rows in sorted(groups.items())])
+
+    def _groups(self, rows: pa.Table) -> dict[tuple, Counter]:
+        """Bag rows by group: each group's input tuples with their (positive) multiplicities."""
+        inputs = self.aggregation.inputs
+        keys = list(zip(*(rows[c].to_pylist() for c in inputs))) if inputs else [()] * rows.num_rows
+        positions = [inputs.index(v) for v in self.aggregation.group_by]
+        groups: dict[tuple, Counter] = defaultdict(Counter)
+        for key, mult in zip(keys, rows[MULT].to_pylist()):
+            groups[tuple(key[i] for i in positions)][key] += mult
+        return {group: +counter for group, counter in groups.items()}
+
+    def _answers(self, signed: list[tuple[dict | None, int]]) -> pa.Table:
+        """Signed answer rows (None: a group with no row) through HAVING and SELECT's projection,
+        consolidated (every column nullable: an aggregate may be unbound)."""
+        columns = self.aggregation.columns
+        schema = binding_schema(columns, nullable=columns)
+        rows = pa.Table.from_pylist([{**row, MULT: sign} for row, sign in signed if row is not None], schema=schema)
+        if self.aggregation.having_sql:
+            z = self.z
+            rows = z.collect({0: z.where(z.from_arrow(rows), self.aggregation.having_sql)}, {0: schema})[0]
+        projection = self.plan.projection
+        return consolidate(rows, projection).cast(binding_schema(projection, nullable=projection))
