@@ -1,5 +1,6 @@
 """Exactly once: a crash between any two commits of a batch, then a re-run, leaves every table as an
-uninterrupted run does (no lost and no doubled delta), windows emitted by the batch included."""
+uninterrupted run does (no lost and no doubled delta), windows emitted by the batch and aggregate
+state included."""
 from __future__ import annotations
 
 import shutil
@@ -19,12 +20,15 @@ from .streams import PREFIXES, Stream
 QUERIES = {
     "chain": "SELECT ?x ?z WHERE { ?x ex:knows ?y . ?y ex:knows ?z }",
     "gated": "SELECT DISTINCT ?x ?t WHERE { ?x ex:type ?t . ?x ex:likes ?y . ex:a ex:knows ex:b }",
+    # aggregate state: the touched groups' rows are read, old answer rows retracted, new ones inserted
+    "counted": "SELECT ?x (COUNT(?y) AS ?n) (MIN(?y) AS ?first) WHERE { ?x ex:knows ?y } GROUP BY ?x "
+               "HAVING (COUNT(?y) > 1)",
     # a chain of windowed queries: each window's constructed triples go to bronze (once) and feed
     # a windowed query; a batch of 40 s of events emits one or two 30 s windows, each its own output file
     "linked": "CONSTRUCT { ?x ex:linked ?z } FROM STREAM <urn:lakegraph:stream:default> [RANGE 30s TUMBLING] "
               "WHERE { ?x ex:knows ?y . ?y ex:knows ?z }",
-    "reached": "SELECT ?x ?z FROM STREAM <urn:lakegraph:stream:linked> [RANGE 60s TUMBLING] "
-               "WHERE { ?x ex:linked ?z }",
+    "reached": "SELECT ?x (COUNT(?z) AS ?n) FROM STREAM <urn:lakegraph:stream:linked> [RANGE 60s TUMBLING] "
+               "WHERE { ?x ex:linked ?z } GROUP BY ?x",      # a windowed aggregate at the chain's end
 }
 
 
@@ -120,3 +124,4 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
     assert len(per_batch) >= 2 and max(per_batch) >= 2
     chained = [r for r in done.read_arrow("bronze").to_pylist() if r["stream"] == "urn:lakegraph:stream:linked"]
     assert chained and done.read_arrow("w_reached_buffer").num_rows
+    assert done.read_arrow("gold_counted").num_rows and done.read_arrow("gold_reached").num_rows
