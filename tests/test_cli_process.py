@@ -150,4 +150,5 @@ def test_demo_script_runs_quietly(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert not _stray(done.stderr), done.stderr
-    assert '"Linear Algebra"' in done.stdout and "queries: classmates, db_students, teaching" in done.stdout
+    assert '"Linear Algebra"' in done.stdout and "queries: classmates, db_students, enrolment, teaching" in done.stdout
+    assert "== answers of enrolment" in done.stdout and '"24"^^<http://www.w3.org/2001/XMLSchema#integer>' in done.stdout

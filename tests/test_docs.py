@@ -127,7 +127,7 @@ def lakegraph(command: str, variables: dict[str, str]) -> str:
 
 
 DEMO_STEPS = [["init"], ["ingest", "examples/landing/01_initial.nt"],
-              *[["register", f"examples/queries/{q}.rq"] for q in ("classmates", "db_students", "teaching")],
+              *[["register", f"examples/queries/{q}.rq"] for q in ("classmates", "db_students", "enrolment", "teaching")],
               ["ingest", "examples/landing"], ["run"],
               ["ingest", "examples/windows/building.ttl", "--stream", "http://example.org/building"],
               ["register", "examples/windows/together.rq", "--lateness", "2s"],
