@@ -29,7 +29,7 @@ from .conftest import JARS_MISSING
 from .oracle import changes_bag, oracle_bag, table_bag
 from .streams import PREFIXES, Stream
 from .test_engine_oracle import QUERIES, plan_of
-from .test_exactly_once import Crash, snapshot
+from .test_exactly_once import Crash, CrashAfter, snapshot
 
 SCHEMA = pa.schema([pa.field("k", pa.string(), nullable=False), pa.field("_mult", pa.int64(), nullable=False)])
 SUBSET = ("chain", "numeric", "gated")   # gated registers late: its backfill runs on delta-spark
@@ -101,24 +101,8 @@ def test_answers_on_delta_spark_equal_the_oracle_after_every_batch(tmp_path, spa
         assert changes_bag(A.changes(store, name), plans[name].projection, batch) == gold
 
 
-class CrashingSparkStore(DeltaSparkStore):
+class CrashingSparkStore(CrashAfter, DeltaSparkStore):
     """delta-spark that dies right after its ``budget``-th commit."""
-
-    def __init__(self, root: str, spark, budget: int) -> None:
-        super().__init__(root, spark)
-        self.budget, self.commits = budget, 0
-
-    def _count(self, committed: bool) -> bool:
-        self.commits += committed
-        if committed and self.commits >= self.budget:
-            raise Crash(f"crash after commit {self.commits}")
-        return committed
-
-    def append(self, name, data, txn=None):
-        return self._count(super().append(name, data, txn))
-
-    def merge_counts(self, name, data, keys, count, txn=None):
-        return self._count(super().merge_counts(name, data, keys, count, txn))
 
 
 @pytest.fixture(scope="module")

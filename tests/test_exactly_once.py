@@ -36,9 +36,9 @@ class Crash(RuntimeError):
     pass
 
 
-class CrashingStore(DeltaRsStore):
-    """A real delta-rs store that dies after ``budget`` commits (a crash between two commits): every
-    kind of write a run makes counts."""
+class CrashAfter:
+    """Mixed into a real store class: it dies right after its ``budget``-th commit (a crash between
+    two commits); every kind of write a run makes counts."""
 
     def __init__(self, root: str, spark, budget: int) -> None:
         super().__init__(root, spark)
@@ -60,6 +60,10 @@ class CrashingStore(DeltaRsStore):
 
     def overwrite(self, name, data, txn=None):
         return self._count(super().overwrite(name, data, txn))
+
+
+class CrashingStore(CrashAfter, DeltaRsStore):
+    """A real delta-rs store that crashes after ``budget`` commits."""
 
 
 def snapshot(root: Path) -> dict[str, list]:
