@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from typing import Callable, Iterable
 
 import pyarrow as pa
 import pyoxigraph as ox
@@ -30,6 +30,20 @@ def oracle_bag(query: str, triples: Iterable[Triple], variables: tuple[str, ...]
     for solution in result:
         bag[tuple(str(solution[v]) if solution[v] is not None else None for v in variables)] += 1
     return bag
+
+
+def check_every_batch(history: Iterable[tuple[int, Iterable[Triple], dict[str, Counter]]], name: str, query: str,
+                      variables: tuple[str, ...], comparable: Callable[[Counter], object] = lambda bag: bag) -> None:
+    """Query ``name``'s answers after every recorded batch (``(batch, graph, answers by query)``)
+    equal pyoxigraph's on that batch's graph, both made ``comparable``; at least four batches."""
+    checked = 0
+    for batch, graph, gold in history:
+        if name not in gold:
+            continue
+        checked += 1
+        expected = oracle_bag(query, graph, variables)
+        assert comparable(gold[name]) == comparable(expected), f"{name} differs from pyoxigraph after batch {batch}"
+    assert checked >= 4
 
 
 def table_bag(table: pa.Table, variables: tuple[str, ...]) -> Counter:

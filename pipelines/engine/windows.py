@@ -149,13 +149,24 @@ class _Positions:
         return self.rows.slice(int(i), int(j - i))
 
 
+def _in_streams(candidates: pa.Table, in_window: list[pa.Table]) -> tuple[pa.Table, pa.Table]:
+    """The candidates' rows in the streams' extents, and the (stream, triple) pairs whose last
+    message there is an insert."""
+    rows = _concat(in_window).join(candidates, keys=TRIPLE, join_type="left semi")
+    last = _last_op(rows, ["stream", *TRIPLE], ["pos", "seq"])
+    return rows, last.filter(pc.equal(last["op"], "insert")).select(["stream", *TRIPLE])
+
+
+def _in_background(candidates: pa.Table, background: Callable[[], pa.Table]) -> pa.Table:
+    """The candidates in a background graph."""
+    return _distinct(background().select(TRIPLE).join(candidates, keys=TRIPLE, join_type="left semi"), TRIPLE)
+
+
 def _graph(candidates: pa.Table, in_window: list[pa.Table], background: Callable[[], pa.Table]) -> pa.Table:
     """The candidate triples in a window's graph (in some stream's extent with its last message
     there an insert, or in a background graph), with ``t``: the latest event time of the triple's
     inserts in the extents where it is present, as an xsd:integer term ('' when it is in none)."""
-    rows = _concat(in_window).join(candidates, keys=TRIPLE, join_type="left semi")
-    last = _last_op(rows, ["stream", *TRIPLE], ["pos", "seq"])
-    on_streams = last.filter(pc.equal(last["op"], "insert")).select(["stream", *TRIPLE])
+    rows, on_streams = _in_streams(candidates, in_window)
     inserts = rows.filter(pc.equal(rows["op"], "insert"))
     latest = inserts.group_by(["stream", *TRIPLE], use_threads=False).aggregate([("time_ms", "max")])
     stamped = (on_streams.join(latest, keys=["stream", *TRIPLE])
@@ -163,17 +174,17 @@ def _graph(candidates: pa.Table, in_window: list[pa.Table], background: Callable
     terms = pc.binary_join_element_wise('"', pc.cast(stamped["time_ms_max_max"], pa.string()),
                                         f'"^^<{_XSD_INTEGER}>', "")
     stamped = stamped.select(TRIPLE).append_column("t", terms)
-    backed = _distinct(background().select(TRIPLE).join(candidates, keys=TRIPLE, join_type="left semi"), TRIPLE)
-    backed = backed.join(stamped.select(TRIPLE), keys=TRIPLE, join_type="left anti")
+    backed = _in_background(candidates, background).join(stamped.select(TRIPLE), keys=TRIPLE, join_type="left anti")
     return _concat([stamped, backed.append_column("t", pa.repeat(pa.scalar("", pa.string()), backed.num_rows))])
 
 
 def _messages(candidates: pa.Table, in_window: list[pa.Table], background: Callable[[], pa.Table]) -> pa.Table:
     """One message per candidate triple: insert when the triple is in the new window's graph, else
-    delete (its ``t`` left '': the query asks for no timestamp)."""
+    delete (its ``t`` left '': the query asks for no timestamp, so none is computed)."""
     if candidates.num_rows == 0:
         return MESSAGES.empty_table()
-    present = _graph(candidates, in_window, background).select(TRIPLE)
+    _, on_streams = _in_streams(candidates, in_window)
+    present = _distinct(_concat([on_streams.select(TRIPLE), _in_background(candidates, background)]), TRIPLE)
     marked = candidates.join(present.append_column("_in", pa.repeat(True, present.num_rows)),
                              keys=TRIPLE, join_type="left outer")
     op = pc.if_else(pc.fill_null(marked["_in"], False), "insert", "delete")

@@ -148,17 +148,16 @@ class DeltaRsStore:
         return table.select(schema.names).cast(schema)
 
     def append(self, name: str, data: Data, txn: Txn | None = None) -> bool:
-        dt = self._table(name)
-        if self._done(dt, txn):
-            return False
-        write_deltalake(dt, self._arrow(name, data), mode="append", commit_properties=self._props(txn))
-        return True
+        return self._write(name, data, "append", txn)
 
     def overwrite(self, name: str, data: Data, txn: Txn | None = None) -> bool:
+        return self._write(name, data, "overwrite", txn)
+
+    def _write(self, name: str, data: Data, mode: str, txn: Txn | None) -> bool:
         dt = self._table(name)
         if self._done(dt, txn):
             return False
-        write_deltalake(dt, self._arrow(name, data), mode="overwrite", commit_properties=self._props(txn))
+        write_deltalake(dt, self._arrow(name, data), mode=mode, commit_properties=self._props(txn))
         return True
 
     def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,

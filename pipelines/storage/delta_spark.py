@@ -87,12 +87,6 @@ class DeltaSparkStore(DeltaRsStore):
         writer.save(self.path(name))
         return True
 
-    def append(self, name: str, data: Data, txn: Txn | None = None) -> bool:
-        return self._write(name, data, "append", txn)
-
-    def overwrite(self, name: str, data: Data, txn: Txn | None = None) -> bool:
-        return self._write(name, data, "overwrite", txn)
-
     def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,
                      txn: Txn | None = None) -> bool:
         if self._done(self._table(name), txn):
