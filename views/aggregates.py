@@ -85,7 +85,7 @@ class Aggregation:
         lines = ["aggregation: " + (f"GROUP BY {by}" if by else "one group (no GROUP BY)")]
         lines += [f"  ?{c.name} = {c.text()}" for c in self.calls]
         lines += [f"  value index: {bag} (group and aggregated variables, with multiplicities: the BGP's",
-                  "    projected bag, kept by the delta plan below)",
+                  "    projected bag, kept by the delta plan above)",
                   "  a batch reads the rows of " + ("the groups its changes touch" if by else "the one group")
                   + ", computes their answers before and after",
                   "    from them, and changes gold by retracting each old answer row and inserting the new one"]
