@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from fractions import Fraction
 from typing import Callable, Iterable
 
 import pyarrow as pa
 import pyoxigraph as ox
+
+from views.numbers import number
+from views.terms import split_literal
 
 Triple = tuple[str, str, str]
 
@@ -61,3 +65,16 @@ def changes_bag(table: pa.Table, variables: tuple[str, ...], upto_batch: int | N
         if upto_batch is None or row["_batch"] <= upto_batch:
             bag[tuple(row[v] for v in variables)] += row["_count"] if row["_sign"] == "+" else -row["_count"]
     return +bag
+
+
+def term_value(term: str | None) -> object:
+    """A term as answers are compared: a number as (datatype, value), exact for integer and
+    decimal, to 9 significant digits for float and double (systems spell them differently:
+    ``1.5E0``, ``1.5``, and may sum them in another order); any other term as itself."""
+    n = None if term is None else number(term)
+    if n is None:
+        return term
+    datatype = split_literal(term)[2]
+    if n.rank < 2:
+        return datatype, Fraction(n.value)
+    return datatype, float(f"{float(n.value):.9g}")

@@ -7,6 +7,8 @@ from collections import Counter
 import pytest
 
 from views.aggregates import AggregateCall, Aggregation
+from views.errors import QuerySyntaxError
+from views.expressions import evaluate
 from views.numbers import number, spell, total
 from views.plan import QueryPlan, compile_query, explain
 from views.set_functions import answer_row
@@ -102,3 +104,54 @@ def test_order_and_group_concat() -> None:
 ])
 def test_min_compares_values(values: list[str], expected: str) -> None:
     assert _row([AggregateCall("m", "MIN", "v")], values)["m"] == expected
+
+
+def test_expressions_over_aggregates_and_keys_are_read_in_select_order() -> None:
+    query = parse_query(PREFIX + "SELECT ?k (SUM(?v) AS ?s) (?s / COUNT(?v) AS ?mean) (?mean * 2 AS ?twice) "
+                        "WHERE { ?x ex:v ?v } GROUP BY (STR(?x) AS ?k) HAVING (MAX(?v) - MIN(?v) > 1)")
+    grouping = query.grouping
+    assert grouping.group_by == ("k",) and grouping.keys[0].form == ("STR", ("var", "x"))
+    assert [c.name for c in grouping.calls] == ["s", "_a0", "_a1", "_a2"]       # COUNT, then HAVING's MAX, MIN
+    assert [c.name for c in grouping.computed] == ["mean", "twice", "_e0"]      # _e0: HAVING's arithmetic
+    plan = compile_query(query, "agg")
+    assert plan.bag_columns == ("x", "v") and plan.aggregation.touched_by == ()  # STR may merge values: whole bag
+    assert "`_e0`" in plan.aggregation.having_sql
+    assert QueryPlan.from_json(plan.to_json()) == plan
+    row = answer_row(plan.aggregation, ('"a"',), Counter({("<a>", typed("1", "integer")): 1,
+                                                          ("<a>", typed("2", "integer")): 2}))
+    assert row["s"] == typed("5", "integer") and row["mean"] == typed("1.666666666666666666", "decimal")
+    assert row["twice"] == typed("3.333333333333333332", "decimal") and row["_e0"] == typed("1", "integer")
+
+
+def test_keys_that_are_variables_or_rename_one_are_semi_joined() -> None:
+    plan = compile_query(parse_query(PREFIX + "SELECT ?who (COUNT(*) AS ?n) WHERE { ?x ex:v ?v } "
+                                     "GROUP BY (?x AS ?who) (?v)"), "q")
+    assert plan.aggregation.group_by == ("who", "v") and plan.aggregation.touched_by == ("v", "x")
+    merged = parse_query(PREFIX + "SELECT DISTINCT (COUNT(*) AS ?n) WHERE { ?x ex:v ?v } GROUP BY ?x")
+    assert merged.grouping.distinct and compile_query(merged, "d").aggregation.touched_by == ()
+
+
+@pytest.mark.parametrize("text", [
+    "SELECT ?x (COUNT(?v) AS ?n) WHERE { ?x ex:v ?v } GROUP BY (STR(?x))",          # W3C agg12's kind
+    "SELECT ((?x) AS ?y) (COUNT(?v) AS ?n) WHERE { ?x ex:v ?v } GROUP BY ?v",
+    "SELECT (COUNT(?v) AS ?v) WHERE { ?x ex:v ?v }",
+])
+def test_ungrouped_variables_and_rebinding_are_syntax_errors(text: str) -> None:
+    with pytest.raises(QuerySyntaxError):
+        parse_query(PREFIX + text)
+
+
+@pytest.mark.parametrize("form,expected", [
+    (("/", ("const", typed("7", "integer")), ("const", typed("2", "integer"))), typed("3.5", "decimal")),
+    (("/", ("const", typed("1", "integer")), ("const", typed("0", "integer"))), None),
+    (("/", ("const", typed("1", "double")), ("const", typed("0", "integer"))), typed("INF", "double")),
+    (("*", ("const", typed("1.5", "decimal")), ("const", typed("2", "float"))), typed("3.0E0", "float")),
+    (("-", ("const", typed("1", "integer")), ("const", '"x"')), None),
+    (("+", ("var", "unbound")), None),
+    (("-", ("const", typed("2.5", "decimal"))), typed("-2.5", "decimal")),
+    (("DATATYPE", ("STR", ("const", "<http://x/a>"))), f"<{X}string>"),
+    (("LANG", ("const", '"chat"@fr')), '"fr"'),
+    (("STR", ("const", "_:b")), None),
+])
+def test_expressions_follow_xpath_typing_and_errors_unbind(form: tuple, expected: str | None) -> None:
+    assert evaluate(form, {}) == expected

@@ -3,11 +3,9 @@ data as an insert stream (answers must equal the expected results), then as a de
 must become empty). Tests sharing a data file share one lake."""
 from __future__ import annotations
 
-import json
 from collections import Counter
 from itertools import groupby
 
-import pyoxigraph as ox
 import pytest
 
 from pipelines import answers as A
@@ -20,7 +18,7 @@ from views.plan import compile_query
 from views.sparql import parse_query
 
 from .oracle import table_bag
-from .w3c import blank_free_bag, evaluation_tests, expected_bag, oxigraph_bag
+from .w3c import blank_free_bag, data_triples, evaluation_tests, expected_bag, messages, oxigraph_bag
 
 #: Tests lakegraph does not run, with the reason; asserted, so the list stays true.
 UNSUPPORTED = {
@@ -58,25 +56,6 @@ def test_sparql10_grammar_tests_differ_from_a_sparql11_reading(name):
     assert oxigraph_bag(test, plan.projection) != expected_bag(test, plan.projection)
 
 
-def _messages(data_files, op: str) -> str:
-    """The data as JSON Lines messages. Blank-node labels are renamed by order of appearance, so that
-    the delete stream names the same blank nodes as the insert stream (pyoxigraph labels them at
-    random on each parse; lakegraph, like RDF Patch, treats a message's label as a stable name)."""
-    labels: dict[str, str] = {}
-
-    def term(node) -> str:
-        if isinstance(node, ox.BlankNode):
-            return "_:" + labels.setdefault(node.value, f"b{len(labels)}")
-        return str(node)
-
-    lines = []
-    for path in data_files:
-        for quad in ox.parse(path=str(path), format=ox.RdfFormat.TURTLE, base_iri=path.as_uri()):
-            lines.append(json.dumps({"time": "2026-11-23T09:00:00Z", "op": op, "s": term(quad.subject),
-                                     "p": term(quad.predicate), "o": term(quad.object)}))
-    return "\n".join(lines) + "\n"
-
-
 GROUPS = [(data, list(tests)) for data, tests in
           groupby(sorted((t for t in TESTS if t.name not in UNSUPPORTED), key=lambda t: t.data),
                   key=lambda t: t.data)]
@@ -96,7 +75,7 @@ def test_w3c_tests_through_inserts_then_deletes(data, tests, spark, tmp_path):
         plans[test.name] = plan
     for op, expect_empty in (("+", False), ("-", True)):
         landing = tmp_path / f"data{op == '-'}.jsonl"
-        landing.write_text(_messages(data, op), encoding="utf-8")
+        landing.write_text(messages(data_triples(data), op), encoding="utf-8")
         ingest_paths(store, [str(landing)])
         Runner(store, spark).run()
         for test in tests:

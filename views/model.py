@@ -119,14 +119,24 @@ class Call:
     args: tuple["Expr", ...]
 
 
-Expr = Union[Var, Const, Unbound, Not, And, Or, Compare, Call]
+@dataclass(frozen=True)
+class Arith:
+    """Arithmetic, ``op`` one of ``+ - * /`` over two arguments, or a unary ``-`` / ``+`` over one.
+    Only expressions over aggregate answers (GROUP BY keys, SELECT and HAVING of an aggregate
+    query) may hold it: those are evaluated in Python (:mod:`views.expressions`), FILTERs in SQL."""
+
+    op: str
+    args: tuple["Expr", ...]
+
+
+Expr = Union[Var, Const, Unbound, Not, And, Or, Compare, Call, Arith]
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
     """The direct sub-expressions of ``expr``."""
     if isinstance(expr, Not):
         return (expr.arg,)
-    if isinstance(expr, (And, Or, Call)):
+    if isinstance(expr, (And, Or, Call, Arith)):
         return expr.args
     if isinstance(expr, Compare):
         return (expr.left, expr.right)
@@ -155,6 +165,8 @@ def rebuild(expr: Expr, fn: Callable[[Expr], Expr]) -> Expr:
         return Compare(expr.op, fn(expr.left), fn(expr.right))
     if isinstance(expr, Call):
         return Call(expr.name, tuple(fn(a) for a in expr.args))
+    if isinstance(expr, Arith):
+        return Arith(expr.op, tuple(fn(a) for a in expr.args))
     return expr
 
 
@@ -189,6 +201,9 @@ def expr_text(expr: Expr) -> str:
         return "(" + sep.join(expr_text(a) for a in expr.args) + ")"
     if isinstance(expr, Compare):
         return f"({expr_text(expr.left)} {expr.op} {expr_text(expr.right)})"
+    if isinstance(expr, Arith):
+        return f"({expr.op}{expr_text(expr.args[0])})" if len(expr.args) == 1 else \
+            "(" + f" {expr.op} ".join(expr_text(a) for a in expr.args) + ")"
     return f"{expr.name}(" + ", ".join(expr_text(a) for a in expr.args) + ")"
 
 

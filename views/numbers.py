@@ -67,20 +67,60 @@ def total(terms: list[tuple[Number, int]]) -> Number:
 
 
 def divide(dividend: Number, divisor: int) -> Number:
-    """``dividend`` divided by a positive count: an integer dividend gives a decimal (XPath's
-    op:numeric-divide), truncated after :data:`DECIMAL_DIGITS` digits; float and double stay
-    exact until spelled."""
+    """``dividend`` divided by a positive count (AVG): an integer dividend gives a decimal (XPath's
+    op:numeric-divide), truncated as :func:`arithmetic` truncates; a float or double quotient stays
+    exact until spelled, so AVG rounds once, as SUM does."""
     rank = max(dividend.rank, DECIMAL)
     if isinstance(dividend.value, float):
         return Number(rank, dividend.value)
     quotient = dividend.value / divisor
-    if rank > DECIMAL:
-        return Number(rank, quotient)
+    return Number(rank, quotient if rank > DECIMAL else _truncated(quotient))
+
+
+def arithmetic(op: str, left: Number, right: Number) -> Number | None:
+    """XPath's op:numeric-add, -subtract, -multiply and -divide (``op`` is ``+ - * /``) in the type
+    both promote to; None for an error (an integer or decimal division by zero).
+
+    Integer and decimal results are exact, except that a division (whose integer operands give a
+    decimal) is truncated after :data:`DECIMAL_DIGITS` digits, as Oxigraph's is. Float and double
+    follow IEEE 754: each operand is read in the result's type, and a division by zero gives INF,
+    -INF or NaN."""
+    rank = max(left.rank, right.rank, DECIMAL if op == "/" else INTEGER)
+    if rank >= FLOAT or isinstance(left.value, float) or isinstance(right.value, float):
+        x, y = _in_type(left, rank), _in_type(right, rank)
+        if op == "/" and y == 0:
+            value = math.nan if x == 0 or math.isnan(x) else math.copysign(math.inf, x) * math.copysign(1, y)
+        else:
+            value = {"+": x + y, "-": x - y, "*": x * y}[op] if op != "/" else x / y
+        if rank == FLOAT:
+            value = _to_float32(value)
+        return Number(rank, Fraction(value) if math.isfinite(value) else value)
+    if op == "/":
+        return None if right.value == 0 else Number(rank, _truncated(left.value / right.value))
+    return Number(rank, {"+": left.value + right.value, "-": left.value - right.value,
+                         "*": left.value * right.value}[op])
+
+
+def negate(n: Number) -> Number:
+    """XPath's op:numeric-unary-minus: the same type, the sign flipped (a zero stays ``0``: finite
+    values are held exactly, and an exact zero has no sign)."""
+    return Number(n.rank, -n.value)
+
+
+def _in_type(n: Number, rank: int) -> float:
+    """A number promoted to float (single precision, held in a Python float) or double."""
+    value = float(n.value)
+    return _to_float32(value) if rank == FLOAT else value
+
+
+def _truncated(quotient: Fraction) -> Fraction:
+    """A decimal quotient truncated toward zero after :data:`DECIMAL_DIGITS` digits (more for a
+    quotient below 0.1, so that it keeps that many significant digits)."""
     digits = DECIMAL_DIGITS
     if quotient and abs(quotient) < Fraction(1, 10):
         digits += -math.floor(math.log10(abs(quotient))) - 1
     scale = 10 ** digits
-    return Number(rank, Fraction(math.trunc(quotient * scale), scale))
+    return Fraction(math.trunc(quotient * scale), scale)
 
 
 def spell(n: Number) -> str:

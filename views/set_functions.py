@@ -23,6 +23,7 @@ from collections import Counter
 from typing import Callable, Mapping
 
 from .aggregates import Aggregation
+from .expressions import evaluate
 from .filters import const_kind
 from .numbers import Number, divide, integer, number, spell, total
 from .ordering import order_key
@@ -33,8 +34,9 @@ Rows = Mapping[tuple, int]
 
 
 def answer_row(aggregation: Aggregation, group: tuple, rows: Rows) -> dict[str, str | None] | None:
-    """The answer row of group ``group`` (its GROUP BY values) from its ``rows``; None when a
-    grouped query's group has no rows (a group exists only while a solution does)."""
+    """The answer row of group ``group`` (its key values) from its ``rows``: keys, aggregates, then
+    the values computed from those (each may read the ones before it); None when a grouped
+    query's group has no rows (a group exists only while a solution does)."""
     if aggregation.group_by and not rows:
         return None
     row: dict[str, str | None] = dict(zip(aggregation.group_by, group))
@@ -50,6 +52,8 @@ def answer_row(aggregation: Aggregation, group: tuple, rows: Rows) -> dict[str, 
         if call.distinct:
             values = Counter(dict.fromkeys(values, 1))
         row[call.name] = _FUNCTIONS[call.function](values, call.separator)
+    for computed in aggregation.computed:
+        row[computed.name] = evaluate(computed.form, row)
     return row
 
 

@@ -16,12 +16,13 @@ Choices worth knowing:
 * Triple patterns keep source order (rdflib's algebra reorders them), duplicates are dropped (a BGP
   is a set), and SELECT * lists the non-blank-node variables in order of first appearance.
 * A projected variable that no triple pattern binds is refused (it would be unbound in every row).
-* Aggregates (:mod:`views.aggregates`): GROUP BY variables, SELECT items that are variables of
-  GROUP BY or ``(AGG(?x) AS ?a)`` / ``(COUNT(*) AS ?n)``, and HAVING. They are read from a fresh
-  parse tree (prefixes resolved): rdflib's algebra rewrites aggregates in place and, with HAVING,
-  loses them. HAVING's aggregates that SELECT does not name get hidden columns ``_a0``, ``_a1``...
-  Still refused: GROUP BY expressions, aggregates of expressions, expressions on aggregate results,
-  COUNT(DISTINCT *), and DISTINCT unless every GROUP BY variable is projected (then a no-op).
+* Aggregates (:mod:`views.aggregates`): GROUP BY variables and expressions (``(expr AS ?k)``,
+  ``(expr)``), SELECT items that are keys, ``(AGG(?x) AS ?a)`` / ``(COUNT(*) AS ?n)`` or expressions
+  over keys, aggregates and earlier ``AS`` variables (arithmetic, STR, LANG, DATATYPE:
+  :mod:`views.expressions`), HAVING, and DISTINCT. They are read from a fresh parse tree (prefixes
+  resolved): rdflib's algebra rewrites aggregates in place and, with HAVING, loses them. Aggregates
+  that SELECT does not name get hidden columns ``_a0``, ``_a1``..., HAVING's arithmetic terms
+  ``_e0``..., keys without AS ``_g0``... Still refused: aggregates of expressions and COUNT(DISTINCT *).
 * C-SPARQL (:mod:`views.streams`): the ``REGISTER`` header and the stream windows are read and
   blanked before rdflib parses the rest; ``FROM`` clauses reach rdflib as SPARQL dataset clauses,
   and C-SPARQL's ``timestamp(?s, ?p, ?o)`` must name one of the query's triple patterns: it becomes
@@ -47,9 +48,10 @@ from rdflib.term import BNode, Identifier, Literal, URIRef, Variable
 
 from schemas.tables import RESERVED_COLUMNS
 
-from .aggregates import AggregateCall, Grouping
+from .aggregates import AggregateCall, Computed, Grouping
 from .errors import QuerySyntaxError, UnsupportedQuery
-from .model import (COMPARISONS, FUNCTIONS, TIMESTAMP, And, Call, Compare, Const, Expr, Not, Or, Query,
+from .expressions import Form, UnsupportedExpression, compile_expr
+from .model import (COMPARISONS, FUNCTIONS, TIMESTAMP, And, Arith, Call, Compare, Const, Expr, Not, Or, Query,
                     TriplePattern, Unbound, Var, rebuild, walk)
 from .paths import Alt, Link, Negated, Pattern, Repeat, Seq, inverse, translate
 from .paths import Path as PathModel
@@ -128,6 +130,7 @@ class _Parser:
         self.fresh_names: set[str] = set()  # variables standing for blank nodes and unnamed timestamps
         self.stamps: list[tuple[str, tuple[Expr, ...]]] = []   # (?t, timestamp() arguments) of each AS
         self.select_as: set[str] = set()    # the variables of SELECT's (expression AS ?v) items
+        self.arithmetic = False             # reading an aggregate query's keys, SELECT or HAVING
 
     # -- errors ----------------------------------------------------------------------------------
     def refuse(self, what: str, pattern: str | None = None, nth: int = 0,
@@ -154,7 +157,7 @@ class _Parser:
         project = algebra.p.p if algebra.p.name in ("Distinct", "Reduced") else algebra.p
         found: list[tuple[int, tuple]] = []
         self.select_as = {str(item["evar"]) for item in node.projection or [] if "evar" in item}
-        filters = self.pattern(_below_aggregation(project.p) if grouped else project.p, found)
+        filters = self.pattern(_below_aggregation(project.p, node) if grouped else project.p, found)
         if not found:
             raise self.refuse("a query without any triple pattern is not supported")
         taken = ({str(t) for _, triple in found for t in triple if isinstance(t, Variable)}
@@ -169,11 +172,11 @@ class _Parser:
         if form == "construct":
             projection = tuple(dict.fromkeys(v for t in template for v in t.variables()))
         elif grouped:
-            grouping, projection = self._grouping(variables, taken)
-            distinct = self._distinct_groups(distinct, grouping, projection)
+            grouping, projection = self._grouping(variables, taken, distinct)
+            distinct = False        # the grouping's: the bag stays one of solutions
         else:
             projection = () if form == "ask" else self._projection(node, variables)
-        self._check_names([*variables, *(c.name for c in grouping.calls)] if grouping else variables, filters)
+        self._check_names([*variables, *_grouping_names(grouping)] if grouping else variables, filters)
         return Query(text=self.src.text, form=form, patterns=patterns, filters=tuple(filters),
                      projection=projection, distinct=distinct, variables=variables, streams=streams,
                      graphs=graphs, register_name=self.clauses.register_name,
@@ -238,9 +241,6 @@ class _Parser:
         if grouped and node.name != "SelectQuery":
             raise self.refuse("aggregates and GROUP BY are supported in SELECT queries only",
                               _AGGREGATE_RE if node.having else keyword(r"GROUP\s+BY"))
-        if node.groupby and not all(isinstance(c, Variable) for c in node.groupby.condition):
-            raise self.refuse("GROUP BY an expression is not supported (group by variables)",
-                              keyword(r"GROUP\s+BY"))
         for item in node.projection or []:
             if "expr" in item and not grouped:     # a grouped SELECT's items are read by _grouping
                 if any(n.name == "Function" for n in _comp_values(item["expr"])):
@@ -266,34 +266,28 @@ class _Parser:
         return names
 
     # -- aggregates ------------------------------------------------------------------------------
-    def _grouping(self, variables: tuple[str, ...], taken: set[str]) -> tuple[Grouping, tuple[str, ...]]:
+    def _grouping(self, variables: tuple[str, ...], taken: set[str],
+                  distinct: bool) -> tuple[Grouping, tuple[str, ...]]:
         """GROUP BY, SELECT's items and HAVING, from a fresh parse tree with prefixes resolved (the
-        one the algebra was built from has had its aggregates rewritten in place)."""
+        one the algebra was built from has had its aggregates rewritten in place).
+
+        SELECT's items are read in order, as SPARQL's chain of Extends: each may use the keys, any
+        aggregate, and the ``AS`` variables before it. An expression over more than one aggregate
+        (or over none) becomes a computed column, its aggregates hidden ones (``_a0``...), and so
+        does each arithmetic term of HAVING (``_e0``...), which then compiles like any FILTER."""
         tree = parseQuery(self.src.rewritten)
         node = traverse(tree[1], visitPost=partial(translatePName, prologue=translatePrologue(tree[0], None)))
-        group_by = []
-        for condition in node.groupby.condition if node.groupby else []:
-            group_by.append(self._bound(str(condition), variables))
         if not node.projection:
             raise self.invalid("SELECT * cannot be used with GROUP BY or aggregates", keyword("SELECT"))
-        calls, projection = [], []
-        for item in node.projection:
-            if "var" in item:
-                name = str(item["var"])
-                if name not in group_by:
-                    raise self.invalid(f"?{name} is projected but neither grouped nor aggregated",
-                                       rf"[?$]{re.escape(name)}(?!\w)")
-            else:
-                name, expr = str(item["evar"]), simplify_expression(item["expr"])
-                if not (isinstance(expr, CompValue) and expr.name in _AGGREGATES):
-                    raise self.refuse(f"expressions other than a single aggregate (... AS ?{name}) are not "
-                                      "supported", keyword("AS"))
-                calls.append(self._call(expr, name, variables))
-            projection.append(name)
-        hidden = _fresh_names(taken | set(projection), "_a")
+        used = taken | set(variables) | {_projected(item) for item in node.projection}
+        self.arithmetic = True
+        group_by, keys = self._group_keys(node, variables, _fresh_names(used, "_g"))
+        calls: list[AggregateCall] = []
+        computed: list[Computed] = []
+        hidden = _fresh_names(used | set(group_by), "_a")
 
         def column_of(expr: Any) -> Variable | None:
-            """An aggregate in HAVING as the column of the same aggregate (a hidden one if SELECT has none)."""
+            """An aggregate as the column of the same aggregate (a hidden one if there is none yet)."""
             if not (isinstance(expr, CompValue) and expr.name in _AGGREGATES):
                 return None
             call = self._call(expr, "", variables)
@@ -303,11 +297,81 @@ class _Parser:
                 calls.append(same)
             return Variable(same.name)
 
+        known, projection = set(group_by), []
+        for item in node.projection:
+            if "var" in item:
+                name = str(item["var"])
+                if name not in known:
+                    raise self.invalid(f"?{name} is projected but neither grouped nor aggregated",
+                                       rf"[?$]{re.escape(name)}(?!\w)")
+            else:
+                name, expr = str(item["evar"]), simplify_expression(item["expr"])
+                if name in known or name in variables:
+                    raise self.invalid(f"?{name} is bound twice (AS names a variable already in scope)",
+                                       rf"[?$]{re.escape(name)}(?!\w)")
+                if isinstance(expr, CompValue) and expr.name in _AGGREGATES:
+                    calls.append(self._call(expr, name, variables))
+                else:
+                    expr = traverse(expr, visitPost=column_of)
+                    scope = known | {c.name for c in calls}
+                    for free in _tree_variables(expr):
+                        if str(free) not in scope:
+                            raise self.invalid(f"?{free} is used in a SELECT expression but is neither grouped "
+                                               "nor aggregated", rf"[?$]{re.escape(str(free))}(?!\w)")
+                    computed.append(Computed(name, self._form(self.expr(expr, scope), keyword("AS"))))
+                known.add(name)
+            projection.append(name)
         having = [traverse(simplify_expression(c), visitPost=column_of)
                   for c in (node.having.condition if node.having else [])]
         scope = set(group_by) | {c.name for c in calls}
-        return (Grouping(tuple(group_by), tuple(calls), tuple(self.expr(h, scope) for h in having)),
-                tuple(dict.fromkeys(projection)))
+        terms = _fresh_names(used | known | scope, "_e")
+
+        def hoist(expr: Expr) -> Expr:
+            """HAVING's arithmetic terms as computed columns (FILTER's SQL has no arithmetic)."""
+            if isinstance(expr, Arith):
+                computed.append(Computed(next(terms), self._form(expr, keyword("HAVING"))))
+                return Var(computed[-1].name)
+            return rebuild(expr, hoist)
+
+        conditions = tuple(hoist(self.expr(h, scope)) for h in having)
+        self.arithmetic = False
+        projection = tuple(dict.fromkeys(projection))
+        # DISTINCT merges rows only when SELECT drops a key: each group's row is distinct otherwise
+        merge = distinct and not set(group_by) <= set(projection)
+        return Grouping(tuple(group_by), tuple(calls), conditions, keys, tuple(computed), merge), projection
+
+    def _group_keys(self, node: CompValue, variables: tuple[str, ...],
+                    hidden: Iterator[str]) -> tuple[list[str], tuple[Computed, ...]]:
+        """GROUP BY's key columns and the expressions among them: ``?x`` and ``(?x)`` are the
+        variable; ``(expr AS ?k)`` is named ``?k``; an expression without AS a hidden ``_gN`` (which
+        nothing can read, as SPARQL has it)."""
+        group_by, keys = [], []
+        for condition in node.groupby.condition if node.groupby else []:
+            var = None
+            if isinstance(condition, CompValue) and condition.name == "GroupAs":
+                var, condition = condition["var"] if "var" in condition else None, simplify_expression(condition.expr)
+            if isinstance(condition, Variable) and var is None:
+                group_by.append(self._bound(str(condition), variables))
+                continue
+            name = str(var) if var is not None else next(hidden)
+            if name in variables or name in group_by:
+                raise self.invalid(f"?{name} is bound twice (AS names a variable already in scope)",
+                                   rf"[?$]{re.escape(name)}(?!\w)")
+            expr = self.expr(condition, set(variables))
+            for free in walk(expr):
+                if isinstance(free, Unbound):
+                    self._bound(free.name, variables)
+            keys.append(Computed(name, self._form(expr, keyword(r"GROUP\s+BY"))))
+            group_by.append(name)
+        return group_by, tuple(keys)
+
+    def _form(self, expr: Expr, where: str) -> Form:
+        """An expression over aggregate rows compiled for Python (:mod:`views.expressions`)."""
+        try:
+            return compile_expr(expr)
+        except UnsupportedExpression as exc:
+            raise self.refuse(f"{exc} is not supported in GROUP BY and SELECT expressions of an aggregate "
+                              "query (variables, constants, + - * /, STR, LANG and DATATYPE are)", where) from None
 
     def _call(self, node: CompValue, name: str, variables: tuple[str, ...]) -> AggregateCall:
         """One aggregate of the parse tree, of a variable the pattern binds (or ``COUNT(*)``)."""
@@ -328,14 +392,6 @@ class _Parser:
             raise self.refuse(f"?{name} is grouped or aggregated but no triple pattern binds it",
                               rf"[?$]{re.escape(name)}(?!\w)")
         return name
-
-    def _distinct_groups(self, distinct: bool, grouping: Grouping, projection: tuple[str, ...]) -> bool:
-        """DISTINCT over aggregate answers: a no-op (hence False) when SELECT keeps every GROUP BY
-        variable, since each group gives one row; otherwise refused for now."""
-        if distinct and not set(grouping.group_by) <= set(projection):
-            raise self.refuse("SELECT DISTINCT over aggregates is supported only when every GROUP BY "
-                              "variable is projected", keyword("DISTINCT"))
-        return False
 
     def _check_names(self, variables: Iterable[str], filters: list[Expr]) -> None:
         """Variables become column names next to lakegraph's metadata columns."""
@@ -407,11 +463,11 @@ class _Parser:
         if isinstance(node, (URIRef, Literal)):
             return Const(render(node))
         name = node.name
+        if name in _ARITHMETIC_NODES and not self.arithmetic:
+            raise self.refuse("arithmetic is not supported", _ARITHMETIC_RE, in_parens=True)
         method: Callable[..., Expr] | None = getattr(self, f"_expr_{name}", None)
         if method is not None:
             return method(node, scope)
-        if name in _ARITHMETIC_NODES:
-            raise self.refuse("arithmetic is not supported", _ARITHMETIC_RE, in_parens=True)
         if name in ("Builtin_EXISTS", "Builtin_NOTEXISTS"):
             word = "NOT EXISTS" if name == "Builtin_NOTEXISTS" else "EXISTS"
             raise self.refuse(f"FILTER {word} is not supported", keyword(word.replace(" ", r"\s+")))
@@ -431,6 +487,21 @@ class _Parser:
 
     def _expr_ConditionalAndExpression(self, node: CompValue, scope: set[str]) -> Expr:
         return And(tuple(self.expr(a, scope) for a in [node.expr, *node.other]))
+
+    def _expr_AdditiveExpression(self, node: CompValue, scope: set[str]) -> Expr:
+        """``a + b - c`` (and ``*``, ``/``), left-associative."""
+        result = self.expr(node.expr, scope)
+        for op, other in zip(node.op, node.other):
+            result = Arith(op, (result, self.expr(other, scope)))
+        return result
+
+    _expr_MultiplicativeExpression = _expr_AdditiveExpression
+
+    def _expr_UnaryMinus(self, node: CompValue, scope: set[str]) -> Expr:
+        return Arith("-", (self.expr(node.expr, scope),))
+
+    def _expr_UnaryPlus(self, node: CompValue, scope: set[str]) -> Expr:
+        return Arith("+", (self.expr(node.expr, scope),))
 
     def _expr_UnaryNot(self, node: CompValue, scope: set[str]) -> Expr:
         return Not(self.expr(node.expr, scope))
@@ -594,12 +665,23 @@ def _has_aggregation(node: CompValue) -> bool:
                 or any(n.name.startswith("Aggregate_") for n in _comp_values(items)))
 
 
-def _below_aggregation(node: CompValue) -> CompValue:
+def _below_aggregation(node: CompValue, tree: CompValue) -> CompValue:
     """The WHERE pattern under the algebra rdflib builds for an aggregate query
-    (Extend* / Filter (HAVING) / AggregateJoin / Group / the pattern)."""
+    (Extend* / Filter (HAVING) / AggregateJoin / Group / one Extend per parenthesised GROUP BY
+    condition of the parse ``tree``, ``(expr AS ?k)`` or ``(expr)`` / the pattern)."""
     while node.name != "AggregateJoin":
         node = node.p
-    return node.p.p
+    node = node.p.p
+    named = [c for c in (tree.groupby.condition if tree.groupby else [])
+             if isinstance(c, CompValue) and c.name == "GroupAs"]
+    for _ in named:
+        node = node.p
+    return node
+
+
+def _grouping_names(grouping: Grouping) -> list[str]:
+    """The columns an aggregation adds to the pattern's variables (keys, aggregates, computed)."""
+    return [*grouping.group_by, *(c.name for c in grouping.calls), *(c.name for c in grouping.computed)]
 
 
 def _one_line(text: str) -> str:
@@ -618,13 +700,20 @@ def _fresh_names(taken: set[str], prefix: str = "_b") -> Iterator[str]:
 
 def _comp_values(value: Any) -> Iterator[CompValue]:
     """Every CompValue inside a parse-tree value."""
-    if isinstance(value, CompValue):
-        yield value
-        for child in value.values():
-            yield from _comp_values(child)
-    elif isinstance(value, (list, tuple)):
-        for child in value:
-            yield from _comp_values(child)
+    return (node for node in _tree_nodes(value) if isinstance(node, CompValue))
+
+
+def _tree_variables(value: Any) -> Iterator[Variable]:
+    """Every variable inside a parse-tree value."""
+    return (node for node in _tree_nodes(value) if isinstance(node, Variable))
+
+
+def _tree_nodes(value: Any) -> Iterator[Any]:
+    """Every node inside a parse-tree value, ``value`` first."""
+    yield value
+    children = value.values() if isinstance(value, CompValue) else value if isinstance(value, (list, tuple)) else ()
+    for child in children:
+        yield from _tree_nodes(child)
 
 
 def _source_order(where: CompValue) -> dict[tuple, int]:

@@ -65,8 +65,10 @@ class AggregateOperator:
             return {}
         bag = z.read(bag_table(plan.name))
         out = {} if bag_delta is None else {bag_table(plan.name): bag_delta}
-        if group_by:
-            out[OLD_ROWS] = z.semijoin(bag, bag_delta, group_by)
+        if group_by and self.aggregation.touched_by:
+            out[OLD_ROWS] = z.semijoin(bag, bag_delta, self.aggregation.touched_by)
+        elif group_by:
+            out[OLD_ROWS] = bag
         else:
             out[OLD_ROWS] = bag
             out[ANSWERED] = z.consolidate(z.read(gold_table(plan.name)), ())
@@ -77,13 +79,15 @@ class AggregateOperator:
         delta, old = results[bag_table(self.plan.name)], results[OLD_ROWS]
         before = self._groups(old)
         after = self._groups(pa.concat_tables([old, delta.cast(old.schema)]))
+        if self.aggregation.distinct:
+            return self._support_change(before, after)
         touched = set(self._groups(delta))
         answered = True
         if not self.aggregation.group_by:
             touched |= {()} if self.always else set()
             answered = sum(results[ANSWERED][MULT].to_pylist()) > 0
         signed = []
-        for group in sorted(touched):
+        for group in sorted(touched, key=_sortable):
             if answered:
                 signed.append((answer_row(self.aggregation, group, before.get(group, {})), -1))
             signed.append((answer_row(self.aggregation, group, after.get(group, {})), 1))
@@ -94,16 +98,35 @@ class AggregateOperator:
         groups = self._groups(bag)
         if not self.aggregation.group_by:
             groups.setdefault((), Counter())
-        return self._answers([(answer_row(self.aggregation, g, rows), 1) for g, rows in sorted(groups.items())])
+        if self.aggregation.distinct:
+            return self._support_change({}, groups)
+        return self._answers([(answer_row(self.aggregation, g, rows), 1)
+                              for g, rows in sorted(groups.items(), key=_first)])
+
+    def _support_change(self, before: dict[tuple, Counter], after: dict[tuple, Counter]) -> pa.Table:
+        """SELECT DISTINCT over groups (the whole bag read): the rows that appear, +1, and those
+        that go, -1, between every group's answers before and after."""
+        def support(groups: dict[tuple, Counter]) -> set[tuple]:
+            rows = self._answers([(answer_row(self.aggregation, g, r), 1) for g, r in sorted(groups.items(), key=_first)])
+            return set(zip(*(rows[c].to_pylist() for c in self.plan.projection))) if rows.num_rows else set()
+
+        old, new = support(before), support(after)
+        projection = self.plan.projection
+        signed = [(*row, 1) for row in new - old] + [(*row, -1) for row in old - new]
+        return pa.Table.from_pylist([dict(zip((*projection, MULT), row))
+                                     for row in sorted(signed, key=lambda r: _sortable(r[:-1]))],
+                                    schema=binding_schema(projection, nullable=projection))
 
     def _groups(self, rows: pa.Table) -> dict[tuple, Counter]:
         """Bag rows by group: each group's input tuples with their (positive) multiplicities."""
-        inputs = self.aggregation.inputs
+        aggregation = self.aggregation
+        inputs = aggregation.inputs
         keys = list(zip(*(rows[c].to_pylist() for c in inputs))) if inputs else [()] * rows.num_rows
-        positions = [inputs.index(v) for v in self.aggregation.group_by]
+        positions = [inputs.index(v) for v in aggregation.group_by] if not aggregation.keys else []
         groups: dict[tuple, Counter] = defaultdict(Counter)
         for key, mult in zip(keys, rows[MULT].to_pylist()):
-            groups[tuple(key[i] for i in positions)][key] += mult
+            group = aggregation.group_of(dict(zip(inputs, key))) if aggregation.keys else tuple(key[i] for i in positions)
+            groups[group][key] += mult
         return {group: +counter for group, counter in groups.items()}
 
     def _answers(self, signed: list[tuple[dict | None, int]]) -> pa.Table:
@@ -117,3 +140,12 @@ class AggregateOperator:
             rows = z.collect({0: z.where(z.from_arrow(rows), self.aggregation.having_sql)}, {0: schema})[0]
         projection = self.plan.projection
         return consolidate(rows, projection).cast(binding_schema(projection, nullable=projection))
+
+
+def _sortable(values: tuple) -> tuple:
+    """A sort key for tuples of terms that may be unbound (None: a key whose expression failed)."""
+    return tuple((v is None, v or "") for v in values)
+
+
+def _first(item: tuple[tuple, Counter]) -> tuple:
+    return _sortable(item[0])

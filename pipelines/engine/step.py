@@ -34,8 +34,8 @@ WindowTag = tuple[int, int]
 def gold_schema(plan: QueryPlan) -> pa.Schema:
     """Schema of a query's answer table: a projected ``timestamp()`` may be unbound (a triple in
     a background graph and in no window has none), and so may an aggregate (SUM of a string, MIN
-    of no values)."""
-    aggregates = tuple(c.name for c in plan.aggregation.calls) if plan.aggregation else ()
+    of no values) or an expression's value (an error)."""
+    aggregates = plan.aggregation.nullable if plan.aggregation else ()
     return binding_schema(plan.projection, nullable=plan.stamps + aggregates)
 
 
