@@ -81,3 +81,13 @@ def test_both_ends_variables_need_every_node_when_the_path_may_be_empty() -> Non
     assert "square of the graph's nodes" in explain(plan)
     same = compile_query(parse_query("SELECT * { ?x <p:a>+ ?x }"), "q").paths[0]
     assert same.same and same.columns == ("v0",) and same.nodes is None
+
+
+def test_an_end_another_pattern_binds_seeds_the_roots() -> None:
+    plan = compile_query(parse_query("SELECT * { ?x <p:a> ?m . ?y <p:b>* ?m }"), "q")
+    path = plan.paths[0]
+    view = next(v for v in plan.views if v.p == A)
+    # ?m is the object of ?y b* ?m: the path is walked backwards from ?m, the object column of a's view
+    assert path.seed == (view.id, "v1") and path.canonical.startswith("?v0 (^<p:b>)* ?v1 ROOTS")
+    assert path.nodes is None                  # a seed is in the graph: no view of every triple
+    assert "another pattern binds this end" in explain(plan)

@@ -177,14 +177,24 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: 
         edge_views.append(view)
         return view.id
 
-    views = [path_def(p, scope, edge_view) if isinstance(p, PathPattern) else _view(p, pushed[i], scope)
+    triple_views = {i: _view(p, pushed[i], scope) for i, p in enumerate(patterns) if isinstance(p, TriplePattern)}
+
+    def bound(variable: str) -> tuple[str, str] | None:
+        """The first triple pattern's view (and column) binding ``variable`` at its subject or object."""
+        for i, (view, bind) in sorted(triple_views.items()):
+            column = next((c for c, v in bind if v == variable), None)
+            if column is not None and any(c == column for pos, c in view.positions if pos in ("s", "o")):
+                return view.id, column
+        return None
+
+    views = [path_def(p, scope, edge_view, bound) if isinstance(p, PathPattern) else triple_views[i]
              for i, p in enumerate(patterns)]
     components = tuple(_component(part, patterns, views, local[k]) for k, part in enumerate(parts))
-    triple_views = [v for v, _ in views if isinstance(v, ViewDef)] + edge_views
+    all_views = [v for v, _ in views if isinstance(v, ViewDef)] + edge_views
     return QueryPlan(
         name=name, text=query.text, form=query.form, query_class=query_class(parts),
         projection=query.projection, distinct=query.distinct,
-        views=tuple({v.id: v for v in triple_views}.values()), components=components,
+        views=tuple({v.id: v for v in all_views}.values()), components=components,
         filter_sql=_sql(spanning, set(query.variables)), streams=query.streams, graphs=query.graphs,
         lateness_ms=lateness_ms, output_stream=output,
         aggregation=aggregation_plan(query.grouping) if query.grouping else None,

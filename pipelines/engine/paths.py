@@ -105,12 +105,12 @@ class PathOperator:
 
     def step(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table],
              initial: bool = False) -> dict[str, pa.Table]:
-        """The changes of the path's tables (keyed by table name) when its edge views (and the
-        view of every triple, for ``nodes(G)``) change by ``deltas``; ``read`` gives a table as the
-        step started. Empty when no edge of the path changed, unless ``initial`` (the step from
-        nothing, where a constant root's zero-length pair answers even with no edges)."""
+        """The changes of the path's tables (keyed by table name) when its edge views (and its
+        seed view, or the view of every triple for ``nodes(G)``) change by ``deltas``; ``read``
+        gives a table as the step started. Empty when none of them changed, unless ``initial``
+        (the step from nothing, where a constant root's zero-length pair answers even with no edges)."""
         path = self.path
-        touched = [v for _, v in path.edges] + ([path.nodes] if path.nodes else [])
+        touched = [v for _, v in path.edges] + [v for v in (path.nodes, path.seed and path.seed[0]) if v]
         if not initial and not any(v in deltas and deltas[v].num_rows for v in touched):
             return {}
         inserted: list[Triple] = []
@@ -128,34 +128,48 @@ class PathOperator:
             edges.add(before, self._symbol)
         edges.add(inserted, self._symbol)
         ends = {x for s, _, o in inserted + deleted for x in (s, o)}
-        node_change = self._node_changes(read, deltas)
-        roots = self._roots(read, ends | set(node_change))
+        roots, members = self._roots(read, deltas, ends)
         trees = self._trees(read, roots)
         pairs: dict[tuple[str, str], int] = defaultdict(int)
         reach: list[dict] = []
         removed_from = {x for s, _, o in deleted for x in (s, o)}
         inserted_ends = {x for s, _, o in inserted for x in (s, o)}
+        seeded = path.seed is not None
         for root in sorted(roots):
+            # (before, after): a seed's membership of its view, a node's of the graph (for a
+            # zero-length match); a root whose triples did not change is in both (it has a tree)
+            was, now = members.get(root, (True, True))
             before = trees.get(root, {})
-            after = self._update(root, dict(before), edges, removed_from, inserted_ends)
-            # a root whose triples did not change is in the graph (it has a tree, or is an endpoint)
-            was_in, is_in = node_change.get(root, (True, True))
-            for pair in () if initial else self._answers(root, before, was_in):
+            if seeded and not now:
+                after: Tree = {}
+            else:
+                starts = inserted_ends | ({root} if seeded and not was else set())
+                after = self._update(root, dict(before), edges, removed_from, starts)
+            for pair in () if initial else self._answers(root, before, was):
                 pairs[pair] -= 1
-            for pair in self._answers(root, after, is_in):
+            for pair in self._answers(root, after, now):
                 pairs[pair] += 1
             reach += _tree_rows(root, before, -1) + _tree_rows(root, after, 1)
         return {path.id: self._pairs_table(pairs), path.reach: _consolidated(reach)}
 
     # -- roots and their trees -------------------------------------------------------------------
-    def _roots(self, read: Callable[[str], pa.Table], ends: set[str]) -> set[str]:
-        """The roots whose trees the step can change: the constant root, or every root whose tree
-        holds an endpoint of a changed edge, and those endpoints themselves (new roots)."""
-        if self.path.root is not None:
-            return {self.path.root}
-        reach = read(self.path.reach)
+    def _roots(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table],
+               ends: set[str]) -> tuple[set[str], dict[str, tuple[bool, bool]]]:
+        """The roots whose trees or zero-length pairs the step can change, and the membership
+        (before, after) of those that may change it: of the seed view's column for seeded roots
+        (a root comes and goes with its seed), of ``nodes(G)`` for a zero-length match from every node."""
+        path = self.path
+        if path.root is not None:
+            return {path.root}, {}
+        reach = read(path.reach)
         hit = reach.filter(pc.is_in(reach["node"], pa.array(sorted(ends), pa.string())))
-        return ends | set(hit["root"].to_pylist())
+        touched = set(hit["root"].to_pylist())
+        if path.seed is not None:
+            view, column = path.seed
+            members = _members(read(view), deltas.get(view), (column,), ends)
+            return touched | {x for x, (was, now) in members.items() if was or now}, members
+        members = _members(read(path.nodes), deltas.get(path.nodes), ("v0", "v2"), set()) if path.nodes else {}
+        return touched | ends | set(members), members
 
     def _trees(self, read: Callable[[str], pa.Table], roots: set[str]) -> dict[str, Tree]:
         reach = read(self.path.reach)
@@ -164,25 +178,6 @@ class PathOperator:
         for root, node, state, parent, pstate in zip(*(rows[c].to_pylist() for c in REACH_COLUMNS)):
             trees[root][(node, int(state))] = (parent, int(pstate))
         return trees
-
-    def _node_changes(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table]) -> dict[str, tuple[bool, bool]]:
-        """For both ends variables and a zero-length match: each node whose membership of
-        ``nodes(G)`` (subject or object of some triple) the step may change, with it before and after."""
-        view = self.path.nodes
-        if view is None or self.path.root is not None or view not in deltas or not deltas[view].num_rows:
-            return {}
-        change = deltas[view]
-        candidates = pa.array(sorted(set(change["v0"].to_pylist()) | set(change["v2"].to_pylist())), pa.string())
-        rows = read(view)
-        count: dict[str, int] = defaultdict(int)
-        for column in ("v0", "v2"):
-            for x in rows.filter(pc.is_in(rows[column], candidates))[column].to_pylist():
-                count[x] += 1
-        after = dict(count)
-        for s, o, mult in zip(change["v0"].to_pylist(), change["v2"].to_pylist(), change[MULT].to_pylist()):
-            for x in (s, o):
-                after[x] = after.get(x, 0) + mult
-        return {x.as_py(): (count.get(x.as_py(), 0) > 0, after.get(x.as_py(), 0) > 0) for x in candidates}
 
     # -- one tree ----------------------------------------------------------------------------------
     def _update(self, root: str, tree: Tree, edges: _Edges, removed_from: set[str], inserted_ends: set[str]) -> Tree:
@@ -226,11 +221,11 @@ class PathOperator:
         return any(target == node[0] and self.moves.get((parent[1], sym)) == node[1]
                    for sym, target in edges.out.get(parent[0], ()))
 
-    def _answers(self, root: str, tree: Tree, in_graph: bool) -> set[tuple[str, str]]:
+    def _answers(self, root: str, tree: Tree, member: bool) -> set[tuple[str, str]]:
         """The root's pairs: nodes reached in a final state, and the root itself on a zero-length
-        match (a constant root always; a node only while it is in the graph)."""
+        match (a constant root always; a seed or a node only while it is one)."""
         pairs = {(root, node) for node, state in tree if state in self.finals}
-        if self.path.automaton.nullable and (self.path.root is not None or in_graph):
+        if self.path.automaton.nullable and (self.path.root is not None or member):
             pairs.add((root, root))
         return pairs
 
@@ -244,6 +239,29 @@ class PathOperator:
             values = {"v0": root, "v1": node} if path.root is None else {"v0": node}
             rows.append({**{c: values[c] for c in path.columns}, MULT: mult})
         return pa.Table.from_pylist(rows, schema=binding_schema(path.columns))
+
+
+def _members(rows: pa.Table, change: pa.Table | None, columns: tuple[str, ...],
+             candidates: set[str]) -> dict[str, tuple[bool, bool]]:
+    """Whether each of ``candidates`` and each value ``change`` touches appears in ``columns`` of
+    ``rows`` before and after ``change``: occurrences counted, the change's multiplicities added."""
+    touched = set(candidates)
+    if change is not None:
+        for column in columns:
+            touched |= set(change[column].to_pylist())
+    if not touched:
+        return {}
+    values = pa.array(sorted(touched), pa.string())
+    before: dict[str, int] = defaultdict(int)
+    for column in columns:
+        for x in rows.filter(pc.is_in(rows[column], values))[column].to_pylist():
+            before[x] += 1
+    after = dict(before)
+    if change is not None:
+        for column in columns:
+            for x, mult in zip(change[column].to_pylist(), change[MULT].to_pylist()):
+                after[x] = after.get(x, 0) + mult
+    return {x: (before.get(x, 0) > 0, after.get(x, 0) > 0) for x in sorted(touched)}
 
 
 def _tree_rows(root: str, tree: Tree, sign: int) -> list[dict]:
@@ -272,7 +290,7 @@ def path_changes(paths: Iterable[PathDef], read: Callable[[str], pa.Table],
 def path_backfill(path: PathDef, read: Callable[[str], pa.Table]) -> dict[str, pa.Table]:
     """A path's whole state from its edge views as ``read`` gives them: the step from nothing."""
     tables = path_tables(path)
-    views = {v for _, v in path.edges} | ({path.nodes} if path.nodes else set())
+    views = {v for _, v in path.edges} | {v for v in (path.nodes, path.seed and path.seed[0]) if v}
     full = {v: read(v) for v in views}
     empty = lambda name: full[name].slice(0, 0) if name in full else tables[name].empty_table()  # noqa: E731
     changes = PathOperator(path).step(empty, full, initial=True)
