@@ -40,6 +40,7 @@ class PathDef:
     same: bool                                # both ends are one variable: only (x, x) pairs
     edges: tuple[tuple[str, str], ...]        # (predicate or ALL, view id) the edges come from
     nodes: str | None                         # the view of every triple when nodes(G) is needed
+    simple: bool = False                      # simple-path semantics (no repeated node), opt-in
 
     @property
     def reach(self) -> str:
@@ -69,6 +70,9 @@ class PathDef:
         lines += [f"      {line}" for line in self.automaton.describe()]
         lines.append(f"    state: {self.reach} (root, node, state, witness parent and its state), "
                      f"{self.id} (the pairs, a set)")
+        if self.simple:
+            lines.append("    simple paths: a pair needs a path with no repeated node; each root a batch "
+                         "touches is re-enumerated (exponential in the worst case)")
         if self.automaton.nullable:
             lines.append("    zero-length: " + ("every node of the graph is its own answer (from the view of "
                                                 "every triple)" if self.nodes else "each root is its own answer"))
@@ -76,11 +80,13 @@ class PathDef:
 
 
 def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str], str],
-             bound: Callable[[str], tuple[str, str] | None]) -> tuple[PathDef, tuple[tuple[str, str], ...]]:
+             bound: Callable[[str], tuple[str, str] | None],
+             simple: bool = False) -> tuple[PathDef, tuple[tuple[str, str], ...]]:
     """The path view of ``pattern`` (over the whole graph, or query ``scope``'s own graph) and how
     its columns bind query variables; ``edge_view(predicate)`` gives the id of the view its edges of
     that predicate come from (:data:`ALL`: every triple); ``bound(variable)`` the (view id, column)
-    of a triple pattern binding the variable at its subject or object, if any."""
+    of a triple pattern binding the variable at its subject or object, if any; ``simple`` asks for
+    simple-path semantics."""
     s, path, o = pattern.s, pattern.path, pattern.o
     seed = None
     if isinstance(s, Var) and isinstance(o, Var) and s != o:
@@ -97,7 +103,8 @@ def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str],
             return "?" + names.setdefault(node.name, f"v{len(names)}")
         return node
 
-    canonical = f"{end(s)} {path_text(path)} {end(o)}" + (f" ROOTS {seed[0]}.{seed[1]}" if seed else "")
+    canonical = (f"{end(s)} {path_text(path)} {end(o)}" + (f" ROOTS {seed[0]}.{seed[1]}" if seed else "")
+                 + (" SIMPLE" if simple else ""))
     root = None if isinstance(s, Var) else s
     needs_all = automaton.uses_other or (root is None and seed is None and automaton.nullable)
     predicates = sorted({sym[0] for _, sym, _ in automaton.moves})
@@ -106,6 +113,6 @@ def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str],
         id="p_" + hashlib.sha256((canonical + (f" @{scope}" if scope else "")).encode("utf-8")).hexdigest()[:16],
         canonical=canonical, automaton=automaton, root=root, seed=seed, end=None if isinstance(o, Var) else o,
         columns=tuple(names.values()), same=isinstance(s, Var) and s == o, edges=edges,
-        nodes=edge_view(ALL) if needs_all else None)
+        nodes=edge_view(ALL) if needs_all else None, simple=simple)
     return definition, tuple((col, var) for var, col in names.items())
 

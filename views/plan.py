@@ -140,11 +140,22 @@ def _pairs(items: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
 
 
 # -- compiling ------------------------------------------------------------------------------------
-def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: str | None = None) -> QueryPlan:
+#: Path semantics a query may ask for: SPARQL's (walks may repeat nodes) or simple paths.
+PATH_SEMANTICS = ("walks", "simple")
+
+
+def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: str | None = None,
+                  paths: str = "walks") -> QueryPlan:
     """The plan of ``query`` registered as ``name``; ``lateness_ms`` is the allowed lateness of its
     time and ``[NOW]`` windows; ``output_stream`` (a bare IRI) the stream a ``REGISTER STREAM``
-    query appends to (default ``urn:lakegraph:stream:<name>``)."""
+    query appends to (default ``urn:lakegraph:stream:<name>``); ``paths`` the semantics of its
+    path views (:data:`PATH_SEMANTICS`)."""
     validate_name(name)
+    if paths not in PATH_SEMANTICS:
+        raise UnsupportedQuery(f"query {name}: unknown path semantics {paths!r} (use walks or simple)")
+    if paths == "simple" and not any(isinstance(p, PathPattern) for p in query.patterns):
+        raise UnsupportedQuery(f"query {name}: simple paths apply to property paths kept as path views "
+                               "(*, +, ?, |), and the query has none")
     _check_dataset(query, name, lateness_ms)
     output = _output_stream(query, name, output_stream)
     if any(t.t is not None for t in query.patterns) and not query.streams:
@@ -187,7 +198,7 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: 
                 return view.id, column
         return None
 
-    views = [path_def(p, scope, edge_view, bound) if isinstance(p, PathPattern) else triple_views[i]
+    views = [path_def(p, scope, edge_view, bound, paths == "simple") if isinstance(p, PathPattern) else triple_views[i]
              for i, p in enumerate(patterns)]
     components = tuple(_component(part, patterns, views, local[k]) for k, part in enumerate(parts))
     all_views = [v for v, _ in views if isinstance(v, ViewDef)] + edge_views

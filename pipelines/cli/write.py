@@ -48,10 +48,12 @@ def read_query(path: str) -> tuple[str, str]:
         return handle.read(), os.path.splitext(os.path.basename(path))[0]
 
 
-def compile_file(path: str, name: str | None, lateness: str | None = None, output_stream: str | None = None):
+def compile_file(path: str, name: str | None, lateness: str | None = None, output_stream: str | None = None,
+                 paths: str = "walks"):
     """The plan of a query file, named ``name``, else by its ``REGISTER QUERY name AS`` header, else
     after the file; ``lateness`` is the allowed lateness of its windows (a duration, e.g. ``2s``),
-    ``output_stream`` the stream of a ``REGISTER STREAM`` query (an IRI, with or without <>)."""
+    ``output_stream`` the stream of a ``REGISTER STREAM`` query (an IRI, with or without <>),
+    ``paths`` the semantics of its property paths."""
     from schemas.formats.base import parse_stream
     from views.plan import compile_query, validate_name
     from views.sparql import parse_query
@@ -67,13 +69,13 @@ def compile_file(path: str, name: str | None, lateness: str | None = None, outpu
         raise CliError(f"--output-stream: {exc}") from None
     text, stem = read_query(path)
     query = parse_query(text, path)
-    return compile_query(query, validate_name(name or query.register_name or stem), lateness_ms, output)
+    return compile_query(query, validate_name(name or query.register_name or stem), lateness_ms, output, paths)
 
 
 def cmd_register(ctx: "Context") -> None:
     from ..engine.register import register
 
-    plan = compile_file(ctx.args.file, ctx.args.name, ctx.args.lateness, ctx.args.output_stream)
+    plan = compile_file(ctx.args.file, ctx.args.name, ctx.args.lateness, ctx.args.output_stream, ctx.args.paths)
     store = ctx.require_lake()
     result = register(store, ctx.spark, plan, ctx.args.engine, ctx.args.master)
     print(f"registered {plan.name} ({plan.query_class}) at batch {result['batch']}: "
@@ -136,6 +138,8 @@ def add_commands(add) -> None:
                    "and [NOW] windows, e.g. 2s or PT2S (default 0; docs/windows.md)")
     p.add_argument("--output-stream", metavar="IRI", help="the stream a REGISTER STREAM query appends each "
                    "window's constructed triples to (default urn:lakegraph:stream:NAME)")
+    p.add_argument("--paths", choices=["walks", "simple"], default="walks", help="property-path semantics: "
+                   "SPARQL's walks (default), or simple paths, with no repeated node (docs/paths.md)")
     p = add("unregister", cmd_unregister, "drop a query and the state only it uses")
     p.add_argument("name", help="a registered query")
     p = add("run", cmd_run, "run micro-batches until bronze is consumed")

@@ -130,6 +130,7 @@ class PathOperator:
         ends = {x for s, _, o in inserted + deleted for x in (s, o)}
         roots, members = self._roots(read, deltas, ends)
         trees = self._trees(read, roots)
+        stored = self._stored(read, roots) if path.simple and not initial else {}
         pairs: dict[tuple[str, str], int] = defaultdict(int)
         reach: list[dict] = []
         removed_from = {x for s, _, o in deleted for x in (s, o)}
@@ -145,12 +146,55 @@ class PathOperator:
             else:
                 starts = inserted_ends | ({root} if seeded and not was else set())
                 after = self._update(root, dict(before), edges, removed_from, starts)
-            for pair in () if initial else self._answers(root, before, was):
+            if path.simple:
+                old = set() if initial else stored.get(root, set())
+                new = self._simple(root, edges) if not (seeded and not now) else set()
+                new |= {(root, root)} if path.automaton.nullable and (path.root is not None or now) else set()
+            else:
+                old = set() if initial else self._answers(root, before, was)
+                new = self._answers(root, after, now)
+            for pair in old:
                 pairs[pair] -= 1
-            for pair in self._answers(root, after, now):
+            for pair in new:
                 pairs[pair] += 1
             reach += _tree_rows(root, before, -1) + _tree_rows(root, after, 1)
         return {path.id: self._pairs_table(pairs), path.reach: _consolidated(reach)}
+
+    def _simple(self, root: str, edges: _Edges) -> set[tuple[str, str]]:
+        """The root's pairs under simple-path semantics: nodes reached in a final state along a
+        path that repeats no node, the root included (depth-first, every such path: exponential in
+        the worst case; the walk forest only tells which roots a batch touches)."""
+        found: set[tuple[str, str]] = set()
+        on_path = {root}
+
+        def visit(vertex: str, state: int) -> None:
+            for sym, target in edges.out.get(vertex, ()):
+                nxt = self.moves.get((state, sym))
+                if nxt is None or target in on_path:
+                    continue
+                if nxt in self.finals:
+                    found.add((root, target))
+                on_path.add(target)
+                visit(target, nxt)
+                on_path.discard(target)
+
+        visit(root, 0)
+        return found
+
+    def _stored(self, read: Callable[[str], pa.Table], roots: set[str]) -> dict[str, set[tuple[str, str]]]:
+        """The pairs the path view holds for ``roots`` before the step (simple paths are not a
+        function of the walk forest, so their answers before are read back)."""
+        path = self.path
+        rows = read(path.id)
+        if path.root is None:
+            rows = rows.filter(pc.is_in(rows["v0"], pa.array(sorted(roots), pa.string())))
+        out: dict[str, set[tuple[str, str]]] = defaultdict(set)
+        for row in rows.to_pylist():
+            if path.root is not None:
+                out[path.root].add((path.root, row["v0"] if path.end is None else path.end))
+            else:
+                out[row["v0"]].add((row["v0"], row["v0"] if path.same else row["v1"]))
+        return out
 
     # -- roots and their trees -------------------------------------------------------------------
     def _roots(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table],
