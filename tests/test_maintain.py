@@ -61,6 +61,9 @@ def test_compaction_keeps_answers_and_time_travel_and_is_not_new_data(lake, spar
     report = maintain(store)
     compacted = {t.table for t in report.tables if t.files_removed > 1}
     assert {"bronze", "batches", "ingest_log"} <= compacted
+    ordered = {t.table: t.note for t in report.tables if t.note.startswith("Z-ordered")}
+    assert any(name.startswith("v_") for name in ordered) and "pe_pairs_0" not in ordered   # one component
+    assert all(name.startswith(("v_", "p_", "pe_")) for name in ordered)
     assert all(t.vacuumed == 0 for t in report.tables), "nothing is older than the horizon"
     assert _answers_by_batch(store) == before
     after_compaction = store.changes(BRONZE, bronze_head + 1)

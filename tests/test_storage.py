@@ -161,6 +161,18 @@ def test_compaction_keeps_rows_versions_and_an_empty_change_feed(store):
     assert store.changes("t", before + 1).num_rows == 0   # dataChange=false: not reported as new rows
 
 
+def test_z_ordered_compaction_keeps_rows_and_an_empty_change_feed(store):
+    store.create("t", SCHEMA)
+    for k in "cab":
+        store.append("t", pa.table({"k": [k], "_mult": [1]}, schema=SCHEMA))
+    before = store.version("t")
+    metrics = store.compact("t", zorder=["k"])
+    assert int(metrics.get("metrics", metrics)["numFilesRemoved"]) == 3
+    assert rows(store.read_arrow("t")) == {"a": 1, "b": 1, "c": 1}
+    assert store.changes("t", before + 1).num_rows == 0
+    assert store.history("t")[0]["operation"] == "OPTIMIZE"
+
+
 def test_vacuum_removes_only_unreferenced_files(store):
     store.create("t", SCHEMA)
     for k in "ab":

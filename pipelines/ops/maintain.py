@@ -3,7 +3,9 @@ change feed.
 
 Every micro-batch adds a few small files to each table it touches; compaction rewrites them into
 larger ones (an OPTIMIZE commit with ``dataChange=false``, which the change feed does not report, so
-the Runner never reads compacted rows as new messages). Vacuum then deletes files that no current
+the Runner never reads compacted rows as new messages). State tables are Z-ordered by the keys a
+batch looks them up by (:func:`clustering`), on either backend (delta-rs ``z_order``, delta-spark
+``OPTIMIZE ... ZORDER BY``), so a read for a few keys can skip files by their statistics. Vacuum then deletes files that no current
 version uses and that were removed longer than ``retention_hours`` ago. Two things still need some of
 those files:
 
@@ -22,7 +24,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..lake import BATCHES, BRONZE, BatchLog, now
+from schemas.tables import MULT
+
+from .. import catalog
+from ..engine.bgp import state_tables
+from ..lake import BATCHES, BRONZE, QUERIES, BatchLog, now
 from ..storage import TableStore
 
 #: How far back time travel is guaranteed (Delta's own default for deleted-file retention).
@@ -85,6 +91,22 @@ def _files(metrics: dict, key: str) -> int:
     return int(metrics.get("metrics", metrics).get(key) or 0)
 
 
+def clustering(queries: list[catalog.Registered]) -> dict[str, tuple[str, ...]]:
+    """The columns each state table is Z-ordered by when compacted: the keys a batch looks up
+    (a view's and a partial embedding's variables, a path's roots and nodes), at most two (each
+    more column weakens the clustering of the others). Gold and the logs stay as written."""
+    plans = [q.plan for q in queries]
+    keys: dict[str, tuple[str, ...]] = {v.id: v.columns[:2] for v in catalog.distinct_views(plans) if v.columns}
+    for path in catalog.distinct_paths(plans):
+        keys[path.reach] = ("root", "node")
+        if path.columns:
+            keys[path.id] = path.columns[:2]
+    for plan in plans:
+        keys.update({name: tuple(c for c in schema.names if c != MULT)[:2] for name, schema in state_tables(plan).items()
+                     if len(schema.names) > 1})
+    return keys
+
+
 def maintain(store: TableStore, retention_hours: int = TIME_TRAVEL_HORIZON_HOURS,
              force: bool = False) -> MaintenanceReport:
     """Compact then vacuum every table of the lake; see the module docstring for what is kept."""
@@ -97,10 +119,11 @@ def maintain(store: TableStore, retention_hours: int = TIME_TRAVEL_HORIZON_HOURS
         raise MaintenanceError(f"batch {pending.batch} was interrupted; finish it with 'lakegraph run' "
                                "before maintenance")
     floor = _feed_floor(store)
+    keys = clustering(catalog.registered(store) if store.exists(QUERIES) else [])
     report = MaintenanceReport()
     for name in store.tables():
-        metrics = store.compact(name)
-        retention, note = retention_hours, ""
+        metrics = store.compact(name, keys.get(name, ()))
+        retention, note = retention_hours, ("Z-ordered by " + ", ".join(keys[name])) if name in keys else ""
         if name == BRONZE and floor is not None and floor[1] > retention_hours:
             retention = floor[1]
             note = f"kept files from version {floor[0]} on for the unconsumed change feed"

@@ -107,8 +107,9 @@ class TableStore(Protocol):
     def history(self, name: str) -> list[dict]:
         """Commits, newest first: version, timestamp, operation."""
 
-    def compact(self, name: str) -> dict:
-        """Rewrite small files into larger ones; returns the metrics."""
+    def compact(self, name: str, zorder: Sequence[str] = ()) -> dict:
+        """Rewrite small files into larger ones, Z-ordered by ``zorder`` when given (so that file
+        statistics let a read for a few keys skip the other files); returns the metrics."""
 
     def vacuum(self, name: str, retention_hours: float, dry_run: bool = False) -> list[str]:
         """Remove files unreferenced for longer than ``retention_hours``; returns the files."""

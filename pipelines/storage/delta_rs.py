@@ -262,8 +262,9 @@ class DeltaRsStore:
         return out
 
     # -- maintenance ------------------------------------------------------------------------
-    def compact(self, name: str) -> dict:
-        return self._table(name).optimize.compact()
+    def compact(self, name: str, zorder: Sequence[str] = ()) -> dict:
+        optimize = self._table(name).optimize
+        return optimize.z_order(list(zorder)) if zorder else optimize.compact()
 
     def vacuum(self, name: str, retention_hours: float, dry_run: bool = False) -> list[str]:
         return self._table(name).vacuum(retention_hours=int(retention_hours), dry_run=dry_run,

@@ -129,8 +129,9 @@ class DeltaSparkStore(DeltaRsStore):
             table = table.sort_by([("_commit_version", "ascending")])
         return table
 
-    def compact(self, name: str) -> dict:
-        rows = self._delta(name).optimize().executeCompaction().collect()
+    def compact(self, name: str, zorder: Sequence[str] = ()) -> dict:
+        optimize = self._delta(name).optimize()
+        rows = (optimize.executeZOrderBy(*zorder) if zorder else optimize.executeCompaction()).collect()
         return rows[0].asDict(recursive=True) if rows else {}
 
     def vacuum(self, name: str, retention_hours: float, dry_run: bool = False) -> list[str]:
