@@ -6,8 +6,8 @@ node ``(node, state)`` reached from a root (the root's own start node is implici
 × automaton): every node's witness chain leads back to its root along edges that exist. The path
 view is the set of pairs ``(root, node)`` reached in a final state (plus the zero-length pairs).
 
-One step, for each root whose tree the batch's edges can touch (a root one of their endpoints
-lies in):
+One step, for each root whose tree the batch's edges can touch (a root whose tree holds an end
+that a changed edge can be followed from):
 
 1. **explicit deletions**: the nodes whose witness edge went (no edge of the graph after the step
    still leads from the parent to them), and all their descendants, leave the tree. Everything
@@ -127,10 +127,11 @@ class PathOperator:
                 before = [t for t in before if t not in gone]
             edges.add(before, self._symbol)
         edges.add(inserted, self._symbol)
-        ends = {x for s, _, o in inserted + deleted for x in (s, o)}
         node_change = self._node_changes(read, deltas)
-        roots = self._roots(read, ends | set(node_change))
-        trees = self._trees(read, roots)
+        forest = read(path.reach)
+        # a root whose membership of nodes(G) did not change keeps its zero-length pair
+        roots = self._roots(forest, inserted + deleted) | {x for x, (was, now) in node_change.items() if was != now}
+        trees = self._trees(forest, roots)
         pairs: dict[tuple[str, str], int] = defaultdict(int)
         reach: list[dict] = []
         removed_from = {x for s, _, o in deleted for x in (s, o)}
@@ -148,17 +149,33 @@ class PathOperator:
         return {path.id: self._pairs_table(pairs), path.reach: _consolidated(reach)}
 
     # -- roots and their trees -------------------------------------------------------------------
-    def _roots(self, read: Callable[[str], pa.Table], ends: set[str]) -> set[str]:
-        """The roots whose trees the step can change: the constant root, or every root whose tree
-        holds an endpoint of a changed edge, and those endpoints themselves (new roots)."""
+    def _roots(self, reach: pa.Table, changed: list[Triple]) -> set[str]:
+        """The roots whose trees the step can change: the constant root, or each end of a changed
+        edge that a move can follow it from, and every root whose tree holds such an end in a state
+        with that move. A tree gains or loses nodes only where a walk could take a changed edge,
+        which starts at that end; a tree holding only the other end (a popular node every tree
+        ends at) stays as it is."""
         if self.path.root is not None:
             return {self.path.root}
-        reach = read(self.path.reach)
-        hit = reach.filter(pc.is_in(reach["node"], pa.array(sorted(ends), pa.string())))
-        return ends | set(hit["root"].to_pylist())
+        starts: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for s, p, o in changed:
+            key = self._symbol(p)
+            if key is not None:
+                starts[(key, FORWARD)].add(s)
+                starts[(key, BACKWARD)].add(o)
+        roots: set[str] = set()
+        for symbol, ends in starts.items():
+            states = sorted({q for q, sym in self.moves if sym == symbol})
+            if not states:
+                continue
+            if 0 in states:
+                roots |= ends
+            hit = reach.filter(pc.and_(pc.is_in(reach["node"], pa.array(sorted(ends), pa.string())),
+                                       pc.is_in(reach["state"], pa.array([str(q) for q in states], pa.string()))))
+            roots |= set(hit["root"].to_pylist())
+        return roots
 
-    def _trees(self, read: Callable[[str], pa.Table], roots: set[str]) -> dict[str, Tree]:
-        reach = read(self.path.reach)
+    def _trees(self, reach: pa.Table, roots: set[str]) -> dict[str, Tree]:
         rows = reach.filter(pc.is_in(reach["root"], pa.array(sorted(roots), pa.string())))
         trees: dict[str, Tree] = defaultdict(dict)
         for root, node, state, parent, pstate in zip(*(rows[c].to_pylist() for c in REACH_COLUMNS)):
