@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Protocol, TypeVar
+from typing import Callable, Iterator, Mapping, Protocol, TypeVar
 
 import pyoxigraph as ox
 from pyspark.sql import SparkSession, Window
@@ -167,16 +167,17 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def bgp_sql(query: Query, table: str = "graph") -> str:
+def bgp_sql(query: Query, table: str = "graph", sources: Mapping[int, str] | None = None) -> str:
     """The query's basic graph pattern as one Spark SQL self-join over ``table(s, p, o)``, constants
     inlined as literals: named parameters (``spark.sql(text, args=...)``) stay unbound in a session
     with Delta's SQL extension (Spark 4.2, Delta 4.4.0), and the bench shares the pipeline's session.
-    SELECT only, no FILTER."""
+    ``sources`` names another table (columns ``s``, ``o``) for some patterns by their position: the
+    pairs of a property path. SELECT only, no FILTER."""
     if query.form != "select" or query.filters:
         raise ValueError("the recompute baseline evaluates SELECT queries without FILTER")
     tables, conditions, first = [], [], {}
     for i, pattern in enumerate(query.patterns):
-        tables.append(f"{table} t{i}")
+        tables.append(f"{(sources or {}).get(i, table)} t{i}")
         for position, node in pattern.nodes():
             column = f"t{i}.{position}"
             if isinstance(node, Var):

@@ -6,8 +6,8 @@ node ``(node, state)`` reached from a root (the root's own start node is implici
 × automaton): every node's witness chain leads back to its root along edges that exist. The path
 view is the set of pairs ``(root, node)`` reached in a final state (plus the zero-length pairs).
 
-One step, for each root whose tree the batch's edges can touch (a root one of their endpoints
-lies in):
+One step, for each root whose tree the batch's edges can touch (a root whose tree holds an end
+that a changed edge can be followed from):
 
 1. **explicit deletions**: the nodes whose witness edge went (no edge of the graph after the step
    still leads from the parent to them), and all their descendants, leave the tree. Everything
@@ -46,6 +46,8 @@ from .zsets import binding_schema
 #: The reach table's columns: a reached product node of a root's tree, and its witness parent.
 REACH_COLUMNS = ("root", "node", "state", "parent", "pstate")
 REACH_SCHEMA = binding_schema(REACH_COLUMNS)
+#: A path's edges as Arrow triples.
+TRIPLE_SCHEMA = pa.schema([(c, pa.string()) for c in ("s", "p", "o")])
 
 Triple = tuple[str, str, str]
 ProductNode = tuple[str, int]            # (graph node, automaton state)
@@ -59,27 +61,84 @@ def path_tables(path: PathDef) -> dict[str, pa.Schema]:
 
 @dataclass
 class _Edges:
-    """A path's edges after the step, as product-graph adjacency over automaton symbols."""
+    """A path's edges after the step, as product-graph adjacency over automaton symbols, loaded
+    only around the vertices the step's walks can visit: turning every edge into Python objects
+    each batch would cost the whole graph however small the change. ``out[x]`` and ``into[x]`` are
+    complete for every vertex ``x`` loaded so far, in the order the edges were read."""
 
+    graph: pa.Table                                     # (s, p, o) before the step, deleted edges out
+    inserted: list[Triple]
+    symbol: Callable[[str], str | None]
+    directions: set[str]                                # the directions the automaton moves in
+    reverse: bool                                       # ``into`` is needed (only deletions read it)
     out: dict[str, list[tuple[tuple[str, str], str]]] = field(default_factory=lambda: defaultdict(list))
     into: dict[str, list[tuple[tuple[str, str], str]]] = field(default_factory=lambda: defaultdict(list))
+    loaded: set[str] = field(default_factory=set)
 
-    def add(self, triples: Iterable[Triple], symbol: Callable[[str], str | None]) -> None:
-        for s, p, o in triples:
-            key = symbol(p)
+    def load(self, vertices: set[str]) -> set[str]:
+        """Complete the adjacency of ``vertices``; returns the vertices not loaded yet that their
+        moves lead to (what a walk through them may visit next). ``out`` keeps only the moves of
+        the automaton's directions (a walk skips the others); ``into`` keeps every edge."""
+        new = vertices - self.loaded
+        if not new:
+            return set()
+        self.loaded |= new
+        forward, backward = FORWARD in self.directions, BACKWARD in self.directions
+        wanted = pa.array(sorted(new), pa.string())
+        from_s, from_o = pc.is_in(self.graph["s"], wanted), pc.is_in(self.graph["o"], wanted)
+        if self.reverse or (forward and backward):
+            rows = self.graph.filter(pc.or_(from_s, from_o))
+        else:
+            rows = self.graph.filter(from_s if forward else from_o)
+        reached: set[str] = set()
+        for s, p, o in [*_tuples(rows), *(t for t in self.inserted if t[0] in new or t[2] in new)]:
+            key = self.symbol(p)
             if key is None:
                 continue
-            self.out[s].append(((key, FORWARD), o))
-            self.into[o].append(((key, FORWARD), s))
-            self.out[o].append(((key, BACKWARD), s))
-            self.into[s].append(((key, BACKWARD), o))
+            if s in new:
+                if forward:
+                    self.out[s].append(((key, FORWARD), o))
+                    reached.add(o)
+                if self.reverse:
+                    self.into[s].append(((key, BACKWARD), o))
+            if o in new:
+                if backward:
+                    self.out[o].append(((key, BACKWARD), s))
+                    reached.add(s)
+                if self.reverse:
+                    self.into[o].append(((key, FORWARD), s))
+        return reached - self.loaded
+
+    def load_reachable(self, vertices: set[str]) -> None:
+        """Load ``vertices`` and everything their moves reach, a breadth-first round at a time
+        (one Arrow filter of the edges per round)."""
+        while vertices:
+            vertices = self.load(vertices)
 
 
-def _triples(path: PathDef, view: str, predicate: str, rows: pa.Table) -> list[Triple]:
+def _triples(predicate: str, rows: pa.Table) -> pa.Table:
     """Edge view rows as (s, p, o): a predicate's view holds (s, o), the view of every triple (s, p, o)."""
     if predicate == ALL:
-        return list(zip(rows["v0"].to_pylist(), rows["v1"].to_pylist(), rows["v2"].to_pylist()))
-    return [(s, predicate, o) for s, o in zip(rows["v0"].to_pylist(), rows["v1"].to_pylist())]
+        return pa.Table.from_arrays([rows["v0"], rows["v1"], rows["v2"]], schema=TRIPLE_SCHEMA)
+    return pa.Table.from_arrays([rows["v0"], pa.repeat(pa.scalar(predicate, pa.string()), rows.num_rows),
+                                 rows["v1"]], schema=TRIPLE_SCHEMA)
+
+
+def _tuples(triples: pa.Table) -> list[Triple]:
+    return list(zip(*(triples[c].to_pylist() for c in ("s", "p", "o"))))
+
+
+def _without(graph: pa.Table, deleted: list[Triple]) -> pa.Table:
+    """``graph`` (s, p, o) without the ``deleted`` triples."""
+    if not deleted:
+        return graph
+    gone = pa.Table.from_arrays([pa.array(column, pa.string()) for column in zip(*deleted)], schema=TRIPLE_SCHEMA)
+    return graph.filter(pc.invert(pc.is_in(_keys(graph), _keys(gone))))
+
+
+def _keys(triples: pa.Table) -> pa.ChunkedArray:
+    """One string per triple (terms never hold a newline: N-Triples escapes it)."""
+    return pc.binary_join_element_wise(triples["s"], triples["p"], triples["o"], "\n")
 
 
 def _signed(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -109,28 +168,29 @@ class PathOperator:
         seed view, or the view of every triple for ``nodes(G)``) change by ``deltas``; ``read``
         gives a table as the step started. Empty when none of them changed, unless ``initial``
         (the step from nothing, where a constant root's zero-length pair answers even with no edges)."""
+
         path = self.path
         touched = [v for _, v in path.edges] + [v for v in (path.nodes, path.seed and path.seed[0]) if v]
         if not initial and not any(v in deltas and deltas[v].num_rows for v in touched):
             return {}
         inserted: list[Triple] = []
         deleted: list[Triple] = []
-        edges = _Edges()
+        graph = []
         for predicate, view in path.edges:
-            before = _triples(path, view, predicate, read(view))
+            graph.append(_triples(predicate, read(view)))
             change = deltas.get(view)
             if change is not None and change.num_rows:
                 plus, minus = _signed(change)
-                inserted += _triples(path, view, predicate, plus)
-                deleted += _triples(path, view, predicate, minus)
-                gone = set(_triples(path, view, predicate, minus))
-                before = [t for t in before if t not in gone]
-            edges.add(before, self._symbol)
-        edges.add(inserted, self._symbol)
-        ends = {x for s, _, o in inserted + deleted for x in (s, o)}
-        roots, members = self._roots(read, deltas, ends)
-        trees = self._trees(read, roots)
+                inserted += _tuples(_triples(predicate, plus))
+                deleted += _tuples(_triples(predicate, minus))
+        forest = read(path.reach)
+        roots, members = self._roots(read, deltas, forest, inserted + deleted)
+        trees = self._trees(forest, roots)
         stored = self._stored(read, roots) if path.simple and not initial else {}
+        edges = _Edges(_without(pa.concat_tables([pa.Table.from_batches([], TRIPLE_SCHEMA), *graph]), deleted),
+                       inserted, self._symbol, {sym[1] for _, sym in self.moves}, bool(deleted))
+        visited = {x for tree in trees.values() for node, parent in tree.items() for x in (node[0], parent[0])}
+        edges.load_reachable(roots | visited | {x for s, _, o in inserted + deleted for x in (s, o)})
         pairs: dict[tuple[str, str], int] = defaultdict(int)
         reach: list[dict] = []
         removed_from = {x for s, _, o in deleted for x in (s, o)}
@@ -197,26 +257,44 @@ class PathOperator:
         return out
 
     # -- roots and their trees -------------------------------------------------------------------
-    def _roots(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table],
-               ends: set[str]) -> tuple[set[str], dict[str, tuple[bool, bool]]]:
-        """The roots whose trees or zero-length pairs the step can change, and the membership
-        (before, after) of those that may change it: of the seed view's column for seeded roots
-        (a root comes and goes with its seed), of ``nodes(G)`` for a zero-length match from every node."""
+    def _roots(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table], reach: pa.Table,
+               changed: list[Triple]) -> tuple[set[str], dict[str, tuple[bool, bool]]]:
+        """The roots whose trees or pairs the step can change, and the membership (before, after)
+        of those whose own membership may change: of the seed view's column for seeded roots (a
+        root comes and goes with its seed), of ``nodes(G)`` for a zero-length match from every node.
+
+        A tree gains or loses nodes only where a walk could take a changed edge, which starts at the
+        end a move follows it from: the roots whose tree holds such an end in a state with that
+        move, and the end itself when the start state has that move (a new root); a tree holding
+        only the other end (a popular node every tree ends at) stays as it is."""
         path = self.path
         if path.root is not None:
             return {path.root}, {}
-        reach = read(path.reach)
-        hit = reach.filter(pc.is_in(reach["node"], pa.array(sorted(ends), pa.string())))
-        touched = set(hit["root"].to_pylist())
+        starts: dict[tuple[str, str], set[str]] = defaultdict(set)
+        for s, p, o in changed:
+            key = self._symbol(p)
+            if key is not None:
+                starts[(key, FORWARD)].add(s)
+                starts[(key, BACKWARD)].add(o)
+        roots: set[str] = set()
+        new: set[str] = set()
+        for symbol, ends in starts.items():
+            states = sorted({q for q, sym in self.moves if sym == symbol})
+            if not states:
+                continue
+            if 0 in states:
+                new |= ends
+            hit = reach.filter(pc.and_(pc.is_in(reach["node"], pa.array(sorted(ends), pa.string())),
+                                       pc.is_in(reach["state"], pa.array([str(q) for q in states], pa.string()))))
+            roots |= set(hit["root"].to_pylist())
         if path.seed is not None:
             view, column = path.seed
-            members = _members(read(view), deltas.get(view), (column,), ends)
-            return touched | {x for x, (was, now) in members.items() if was or now}, members
+            members = _members(read(view), deltas.get(view), (column,), new)
+            return roots | {x for x, (was, now) in members.items() if was or now}, members
         members = _members(read(path.nodes), deltas.get(path.nodes), ("v0", "v2"), set()) if path.nodes else {}
-        return touched | ends | set(members), members
+        return roots | new | {x for x, (was, now) in members.items() if was != now}, members
 
-    def _trees(self, read: Callable[[str], pa.Table], roots: set[str]) -> dict[str, Tree]:
-        reach = read(self.path.reach)
+    def _trees(self, reach: pa.Table, roots: set[str]) -> dict[str, Tree]:
         rows = reach.filter(pc.is_in(reach["root"], pa.array(sorted(roots), pa.string())))
         trees: dict[str, Tree] = defaultdict(dict)
         for root, node, state, parent, pstate in zip(*(rows[c].to_pylist() for c in REACH_COLUMNS)):
