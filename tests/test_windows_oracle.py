@@ -279,3 +279,54 @@ def test_state_is_pruned_to_what_future_windows_need(replay):
         for row in buffer:
             assert row["pos"] >= model.last_close - model.ranges[row["stream"]], case
         assert len(buffer) < len(model.accepted), case
+
+
+@pytest.mark.parametrize("case", ["reach_sliding", "reach_bg_count"])
+def test_path_times_are_max_min_over_the_window_after_every_batch(arrow_replay, case):
+    """Every reached (root, node, state) of a windowed path, after every batch, has as its time the
+    largest over the paths reaching it of the smallest edge time (a triple's time in the window;
+    none for a background-only triple), by brute force with networkx on the product graph of the
+    batch's last window: for each time θ, descending, what the edges of time ≥ θ reach."""
+    import networkx as nx
+
+    from pipelines.engine.paths import FOREVER
+    from pipelines.lake import BatchLog
+
+    store, plans, models, expected = arrow_replay
+    path = plans[case].paths[0]
+    moves = path.automaton.table()
+    windows = {w.number: w for w in expected[case]}
+    log = store.read_arrow(windows_table(case)).to_pylist()
+    checked, timed = 0, False
+    for record in BatchLog(store).records("done"):
+        numbers = [r["window"] for r in log if r["batch"] <= record.batch]
+        if not numbers or path.reach not in record.versions:
+            continue
+        window = windows[max(numbers)]
+        product = nx.DiGraph()
+        for s, p, o in window.graph:
+            ts = window.stamps.get((s, p, o), FOREVER)
+            for (u, v, direction) in ((s, o, ">"), (o, s, "<")):
+                for q in range(path.automaton.states):
+                    nxt = moves.get((q, (p, direction)))
+                    if nxt is not None:
+                        old = product.get_edge_data((u, q), (v, nxt), {"ts": -1})["ts"]
+                        product.add_edge((u, q), (v, nxt), ts=max(old, ts))
+        rows = store.read_arrow(path.reach, record.versions[path.reach]).to_pylist()
+        got: dict[str, dict] = {}
+        for row in rows:
+            got.setdefault(row["root"], {})[(row["node"], int(row["state"]))] = int(row["ts"]) if row["ts"] else FOREVER
+        roots = {u for (u, q) in product.nodes if q == 0 and product.out_degree((u, 0))}
+        if path.seed is None:
+            assert set(got) == roots, f"{case}: the roots after batch {record.batch}"
+        for root in got:
+            want: dict = {}
+            for theta in sorted({d["ts"] for *_, d in product.edges(data=True)}, reverse=True):
+                sub = product.edge_subgraph([(a, b) for a, b, d in product.edges(data=True) if d["ts"] >= theta])
+                if (root, 0) in sub:
+                    for node in nx.descendants(sub, (root, 0)) - {(root, 0)}:
+                        want.setdefault(node, theta)
+            assert got[root] == want, f"{case}: max-min times of root {root} after batch {record.batch}"
+            checked += 1
+            timed |= any(ts != FOREVER for ts in want.values())
+    assert checked >= 4 and timed

@@ -41,6 +41,7 @@ class PathDef:
     edges: tuple[tuple[str, str], ...]        # (predicate or ALL, view id) the edges come from
     nodes: str | None                         # the view of every triple when nodes(G) is needed
     simple: bool = False                      # simple-path semantics (no repeated node), opt-in
+    stamped: bool = False                     # edges carry their window time (max-min per reached node)
 
     @property
     def reach(self) -> str:
@@ -68,8 +69,12 @@ class PathDef:
         lines = [f"  {self.id}  {self.canonical}", f"    roots: {roots}", f"    edges from: {edges}",
                  "    automaton (minimal DFA over (predicate, direction); ^ = followed backwards):"]
         lines += [f"      {line}" for line in self.automaton.describe()]
-        lines.append(f"    state: {self.reach} (root, node, state, witness parent and its state), "
-                     f"{self.id} (the pairs, a set)")
+        lines.append(f"    state: {self.reach} (root, node, state, witness parent and its state, "
+                     f"max-min event time), {self.id} (the pairs, a set)")
+        if self.stamped:
+            lines.append("    times: a node's time is the largest, over the paths reaching it, of the smallest "
+                         "edge time; a window slide that removes every edge up to a time τ removes the "
+                         "nodes of time ≤ τ (a filter, nothing re-derived)")
         if self.simple:
             lines.append("    simple paths: a pair needs a path with no repeated node; each root a batch "
                          "touches is re-enumerated (exponential in the worst case)")
@@ -79,14 +84,15 @@ class PathDef:
         return lines
 
 
-def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str], str],
-             bound: Callable[[str], tuple[str, str] | None],
-             simple: bool = False) -> tuple[PathDef, tuple[tuple[str, str], ...]]:
+def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str, bool], str],
+             bound: Callable[[str], tuple[str, str] | None], simple: bool = False,
+             stamped: bool = False) -> tuple[PathDef, tuple[tuple[str, str], ...]]:
     """The path view of ``pattern`` (over the whole graph, or query ``scope``'s own graph) and how
-    its columns bind query variables; ``edge_view(predicate)`` gives the id of the view its edges of
-    that predicate come from (:data:`ALL`: every triple); ``bound(variable)`` the (view id, column)
-    of a triple pattern binding the variable at its subject or object, if any; ``simple`` asks for
-    simple-path semantics."""
+    its columns bind query variables; ``edge_view(predicate, timed)`` gives the id of the view its
+    edges of that predicate come from (:data:`ALL`: every triple), with their event time when
+    ``timed``; ``bound(variable)`` the (view id, column) of a triple pattern binding the variable
+    at its subject or object, if any; ``simple`` asks for simple-path semantics; ``stamped`` for
+    max-min event times (a query over stream windows)."""
     s, path, o = pattern.s, pattern.path, pattern.o
     seed = None
     if isinstance(s, Var) and isinstance(o, Var) and s != o:
@@ -108,11 +114,12 @@ def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str],
     root = None if isinstance(s, Var) else s
     needs_all = automaton.uses_other or (root is None and seed is None and automaton.nullable)
     predicates = sorted({sym[0] for _, sym, _ in automaton.moves})
-    edges = ((ALL, edge_view(ALL)),) if automaton.uses_other else tuple((p, edge_view(p)) for p in predicates)
+    edges = ((ALL, edge_view(ALL, stamped)),) if automaton.uses_other else \
+        tuple((p, edge_view(p, stamped)) for p in predicates)
     definition = PathDef(
         id="p_" + hashlib.sha256((canonical + (f" @{scope}" if scope else "")).encode("utf-8")).hexdigest()[:16],
         canonical=canonical, automaton=automaton, root=root, seed=seed, end=None if isinstance(o, Var) else o,
         columns=tuple(names.values()), same=isinstance(s, Var) and s == o, edges=edges,
-        nodes=edge_view(ALL) if needs_all else None, simple=simple)
+        nodes=edge_view(ALL, False) if needs_all else None, simple=simple, stamped=stamped)
     return definition, tuple((col, var) for var, col in names.items())
 

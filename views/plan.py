@@ -106,6 +106,12 @@ class QueryPlan:
                                    if ref.view in views for pos, col in views[ref.view].positions if pos == "t"))
 
     @property
+    def reads_times(self) -> bool:
+        """Whether the window operator must give its messages event times: the query reads
+        ``timestamp()``, or keeps max-min times of its paths."""
+        return bool(self.stamps) or any(p.stamped for p in self.paths)
+
+    @property
     def windowed(self) -> bool:
         """Whether the query reads streams' windows or background graphs rather than the whole graph."""
         return bool(self.streams or self.graphs)
@@ -181,10 +187,10 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: 
     scope = name if query.streams or query.graphs else None
     edge_views: list[ViewDef] = []
 
-    def edge_view(predicate: str) -> str:
-        """The view a path's edges of ``predicate`` (or every triple) come from."""
+    def edge_view(predicate: str, timed: bool) -> str:
+        """The view a path's edges of ``predicate`` (or every triple) come from, with times if ``timed``."""
         middle = Var("p") if predicate == ALL else predicate
-        view, _ = _view(TriplePattern(Var("s"), middle, Var("o")), [], scope)
+        view, _ = _view(TriplePattern(Var("s"), middle, Var("o"), Var("t") if timed else None), [], scope)
         edge_views.append(view)
         return view.id
 
@@ -198,7 +204,8 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: 
                 return view.id, column
         return None
 
-    views = [path_def(p, scope, edge_view, bound, paths == "simple") if isinstance(p, PathPattern) else triple_views[i]
+    views = [path_def(p, scope, edge_view, bound, paths == "simple", bool(query.streams))
+             if isinstance(p, PathPattern) else triple_views[i]
              for i, p in enumerate(patterns)]
     components = tuple(_component(part, patterns, views, local[k]) for k, part in enumerate(parts))
     all_views = [v for v, _ in views if isinstance(v, ViewDef)] + edge_views

@@ -19,6 +19,13 @@ that a changed edge can be followed from):
    the tree follows a tree node by an inserted edge or by an edge into a removed node: the walk
    finds it. So the tree is again exactly the reachable nodes.
 
+Under stream windows each edge carries its time in the window and each reached node the largest,
+over the paths reaching it, of the smallest edge time (S-PATH's timestamps): step 2 is then a
+widest-path walk (a max-heap on that time, which also raises nodes a later edge improves), and a
+step whose deletions are a pure expiry (every edge of time τ or earlier went, as a window slide
+does) drops exactly the nodes of time ≤ τ instead of step 1: a filter, nothing re-derived. Outside
+windows every time is :data:`FOREVER` and the walk is breadth-first.
+
 Counting derivations would not do: on a cycle, the nodes support each other after the edge that
 reached the cycle goes. The witness forest has no cycles (a parent is always reached before its
 child), so a deleted edge removes exactly what it witnessed.
@@ -30,8 +37,10 @@ touches and the nodes whose reachability changes.
 """
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import count
 from typing import Callable, Iterable, Mapping
 
 import pyarrow as pa
@@ -44,14 +53,16 @@ from views.path_views import ALL, PathDef
 from .zsets import binding_schema
 
 #: The reach table's columns: a reached product node of a root's tree, and its witness parent.
-REACH_COLUMNS = ("root", "node", "state", "parent", "pstate")
+REACH_COLUMNS = ("root", "node", "state", "parent", "pstate", "ts")
 REACH_SCHEMA = binding_schema(REACH_COLUMNS)
-#: A path's edges as Arrow triples.
-TRIPLE_SCHEMA = pa.schema([(c, pa.string()) for c in ("s", "p", "o")])
+#: A path's edges as Arrow triples with their event time (a windowed query's ``t`` term, or '').
+TRIPLE_SCHEMA = pa.schema([(c, pa.string()) for c in ("s", "p", "o", "t")])
+#: The time of an edge without one (outside windows, or only in a background graph): never expires.
+FOREVER = 2 ** 62
 
-Triple = tuple[str, str, str]
+Triple = tuple[str, str, str, str]       # (s, p, o, t)
 ProductNode = tuple[str, int]            # (graph node, automaton state)
-Tree = dict[ProductNode, ProductNode]    # reached node -> its witness parent
+Tree = dict[ProductNode, tuple[ProductNode, int]]   # reached node -> (witness parent, max-min time)
 
 
 def path_tables(path: PathDef) -> dict[str, pa.Schema]:
@@ -71,7 +82,7 @@ class _Edges:
     symbol: Callable[[str], str | None]
     directions: set[str]                                # the directions the automaton moves in
     reverse: bool                                       # ``into`` is needed (only deletions read it)
-    out: dict[str, list[tuple[tuple[str, str], str]]] = field(default_factory=lambda: defaultdict(list))
+    out: dict[str, list[tuple[tuple[str, str], str, int]]] = field(default_factory=lambda: defaultdict(list))
     into: dict[str, list[tuple[tuple[str, str], str]]] = field(default_factory=lambda: defaultdict(list))
     loaded: set[str] = field(default_factory=set)
 
@@ -91,19 +102,20 @@ class _Edges:
         else:
             rows = self.graph.filter(from_s if forward else from_o)
         reached: set[str] = set()
-        for s, p, o in [*_tuples(rows), *(t for t in self.inserted if t[0] in new or t[2] in new)]:
+        for s, p, o, t in [*_tuples(rows), *(e for e in self.inserted if e[0] in new or e[2] in new)]:
             key = self.symbol(p)
             if key is None:
                 continue
+            ts = time_of(t)
             if s in new:
                 if forward:
-                    self.out[s].append(((key, FORWARD), o))
+                    self.out[s].append(((key, FORWARD), o, ts))
                     reached.add(o)
                 if self.reverse:
                     self.into[s].append(((key, BACKWARD), o))
             if o in new:
                 if backward:
-                    self.out[o].append(((key, BACKWARD), s))
+                    self.out[o].append(((key, BACKWARD), s, ts))
                     reached.add(s)
                 if self.reverse:
                     self.into[o].append(((key, FORWARD), s))
@@ -116,16 +128,23 @@ class _Edges:
             vertices = self.load(vertices)
 
 
-def _triples(predicate: str, rows: pa.Table) -> pa.Table:
-    """Edge view rows as (s, p, o): a predicate's view holds (s, o), the view of every triple (s, p, o)."""
-    if predicate == ALL:
-        return pa.Table.from_arrays([rows["v0"], rows["v1"], rows["v2"]], schema=TRIPLE_SCHEMA)
-    return pa.Table.from_arrays([rows["v0"], pa.repeat(pa.scalar(predicate, pa.string()), rows.num_rows),
-                                 rows["v1"]], schema=TRIPLE_SCHEMA)
+def _triples(predicate: str, rows: pa.Table, stamped: bool) -> pa.Table:
+    """Edge view rows as (s, p, o, t): a predicate's view holds (s, o), the view of every triple
+    (s, p, o), and a stamped view the time after them."""
+    n = rows.num_rows
+    spo = [rows["v0"], rows["v1"], rows["v2"]] if predicate == ALL else \
+        [rows["v0"], pa.repeat(pa.scalar(predicate, pa.string()), n), rows["v1"]]
+    time = rows["v3" if predicate == ALL else "v2"] if stamped else pa.repeat(pa.scalar("", pa.string()), n)
+    return pa.Table.from_arrays([*spo, time], schema=TRIPLE_SCHEMA)
+
+
+def time_of(term: str) -> int:
+    """An edge's time in epoch ms from its ``t`` term (``"ms"^^xsd:integer``); :data:`FOREVER` for ''."""
+    return int(term[1:term.index('"', 1)]) if term else FOREVER
 
 
 def _tuples(triples: pa.Table) -> list[Triple]:
-    return list(zip(*(triples[c].to_pylist() for c in ("s", "p", "o"))))
+    return list(zip(*(triples[c].to_pylist() for c in TRIPLE_SCHEMA.names)))
 
 
 def _without(graph: pa.Table, deleted: list[Triple]) -> pa.Table:
@@ -137,8 +156,8 @@ def _without(graph: pa.Table, deleted: list[Triple]) -> pa.Table:
 
 
 def _keys(triples: pa.Table) -> pa.ChunkedArray:
-    """One string per triple (terms never hold a newline: N-Triples escapes it)."""
-    return pc.binary_join_element_wise(triples["s"], triples["p"], triples["o"], "\n")
+    """One string per timed triple (terms never hold a newline: N-Triples escapes it)."""
+    return pc.binary_join_element_wise(triples["s"], triples["p"], triples["o"], triples["t"], "\n")
 
 
 def _signed(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -177,24 +196,25 @@ class PathOperator:
         deleted: list[Triple] = []
         graph = []
         for predicate, view in path.edges:
-            graph.append(_triples(predicate, read(view)))
+            graph.append(_triples(predicate, read(view), path.stamped))
             change = deltas.get(view)
             if change is not None and change.num_rows:
                 plus, minus = _signed(change)
-                inserted += _tuples(_triples(predicate, plus))
-                deleted += _tuples(_triples(predicate, minus))
+                inserted += _tuples(_triples(predicate, plus, path.stamped))
+                deleted += _tuples(_triples(predicate, minus, path.stamped))
         forest = read(path.reach)
         roots, members = self._roots(read, deltas, forest, inserted + deleted)
         trees = self._trees(forest, roots)
         stored = self._stored(read, roots) if path.simple and not initial else {}
-        edges = _Edges(_without(pa.concat_tables([pa.Table.from_batches([], TRIPLE_SCHEMA), *graph]), deleted),
-                       inserted, self._symbol, {sym[1] for _, sym in self.moves}, bool(deleted))
-        visited = {x for tree in trees.values() for node, parent in tree.items() for x in (node[0], parent[0])}
-        edges.load_reachable(roots | visited | {x for s, _, o in inserted + deleted for x in (s, o)})
+        after = _without(pa.concat_tables([pa.Table.from_batches([], TRIPLE_SCHEMA), *graph]), deleted)
+        edges = _Edges(after, inserted, self._symbol, {sym[1] for _, sym in self.moves}, bool(deleted))
+        visited = {x for tree in trees.values() for node, (parent, _) in tree.items() for x in (node[0], parent[0])}
+        edges.load_reachable(roots | visited | {x for s, _, o, _ in inserted + deleted for x in (s, o)})
+        expired = _expiry(after, inserted, deleted)
         pairs: dict[tuple[str, str], int] = defaultdict(int)
         reach: list[dict] = []
-        removed_from = {x for s, _, o in deleted for x in (s, o)}
-        inserted_ends = {x for s, _, o in inserted for x in (s, o)}
+        removed_from = {x for s, _, o, _ in deleted for x in (s, o)}
+        inserted_ends = {x for s, _, o, _ in inserted for x in (s, o)}
         seeded = path.seed is not None
         for root in sorted(roots):
             # (before, after): a seed's membership of its view, a node's of the graph (for a
@@ -205,7 +225,7 @@ class PathOperator:
                 after: Tree = {}
             else:
                 starts = inserted_ends | ({root} if seeded and not was else set())
-                after = self._update(root, dict(before), edges, removed_from, starts)
+                after = self._update(root, dict(before), edges, removed_from, starts, expired)
             if path.simple:
                 old = set() if initial else stored.get(root, set())
                 new = self._simple(root, edges) if not (seeded and not now) else set()
@@ -228,7 +248,7 @@ class PathOperator:
         on_path = {root}
 
         def visit(vertex: str, state: int) -> None:
-            for sym, target in edges.out.get(vertex, ()):
+            for sym, target, _ in edges.out.get(vertex, ()):
                 nxt = self.moves.get((state, sym))
                 if nxt is None or target in on_path:
                     continue
@@ -271,7 +291,7 @@ class PathOperator:
         if path.root is not None:
             return {path.root}, {}
         starts: dict[tuple[str, str], set[str]] = defaultdict(set)
-        for s, p, o in changed:
+        for s, p, o, _ in changed:
             key = self._symbol(p)
             if key is not None:
                 starts[(key, FORWARD)].add(s)
@@ -297,20 +317,28 @@ class PathOperator:
     def _trees(self, reach: pa.Table, roots: set[str]) -> dict[str, Tree]:
         rows = reach.filter(pc.is_in(reach["root"], pa.array(sorted(roots), pa.string())))
         trees: dict[str, Tree] = defaultdict(dict)
-        for root, node, state, parent, pstate in zip(*(rows[c].to_pylist() for c in REACH_COLUMNS)):
-            trees[root][(node, int(state))] = (parent, int(pstate))
+        for root, node, state, parent, pstate, ts in zip(*(rows[c].to_pylist() for c in REACH_COLUMNS)):
+            trees[root][(node, int(state))] = ((parent, int(pstate)), int(ts) if ts else FOREVER)
         return trees
 
     # -- one tree ----------------------------------------------------------------------------------
-    def _update(self, root: str, tree: Tree, edges: _Edges, removed_from: set[str], inserted_ends: set[str]) -> Tree:
-        """``tree`` (the root's before the step, a copy) after the step (see the module text)."""
+    def _update(self, root: str, tree: Tree, edges: _Edges, removed_from: set[str], inserted_ends: set[str],
+                expired: int | None) -> Tree:
+        """``tree`` (the root's before the step, a copy) after the step (see the module text): lost
+        witnesses cut their subtrees (or, on a pure expiry, the nodes whose time expired go), then
+        a widest-path walk from the frontier adds what is reached and raises what is reached later."""
         start = (root, 0)
-        lost = [node for node, parent in tree.items()
-                if parent[0] in removed_from and not self._leads(parent, node, edges)]
-        if lost:
+        if expired is not None:
+            for node in [n for n, (_, ts) in tree.items() if ts <= expired]:
+                del tree[node]
+            frontier_vertices = inserted_ends
+        else:
+            lost = [node for node, (parent, ts) in tree.items()
+                    if parent[0] in removed_from and not self._leads(parent, node, ts, edges)]
             children: dict[ProductNode, list[ProductNode]] = defaultdict(list)
-            for node, parent in tree.items():
-                children[parent].append(node)
+            if lost:
+                for node, (parent, _) in tree.items():
+                    children[parent].append(node)
             gone: set[ProductNode] = set()
             todo = lost
             while todo:
@@ -321,27 +349,31 @@ class PathOperator:
             for node in gone:
                 del tree[node]
             frontier_vertices = inserted_ends | {u for v, _ in gone for _, u in edges.into.get(v, ())}
-        else:
-            frontier_vertices = inserted_ends
-        frontier = [n for n in (start, *tree) if n[0] in frontier_vertices]
-        while frontier:
-            nxt = []
-            for node in frontier:
-                for sym, target in edges.out.get(node[0], ()):
-                    state = self.moves.get((node[1], sym))
-                    if state is None:
-                        continue
-                    reached = (target, state)
-                    if reached != start and reached not in tree:
-                        tree[reached] = node
-                        nxt.append(reached)
-            frontier = nxt
+        time = {node: ts for node, (_, ts) in tree.items()}
+        time[start] = FOREVER
+        order = count()
+        heap: list[tuple[int, int, ProductNode, ProductNode]] = []
+
+        def push(node: ProductNode) -> None:
+            for sym, target, ts in edges.out.get(node[0], ()):
+                state = self.moves.get((node[1], sym))
+                if state is not None and (target, state) != start:
+                    heapq.heappush(heap, (-min(time[node], ts), next(order), (target, state), node))
+
+        for node in [n for n in time if n[0] in frontier_vertices]:
+            push(node)
+        while heap:
+            negative, _, reached, parent = heapq.heappop(heap)
+            if -negative > time.get(reached, -1):
+                time[reached] = -negative
+                tree[reached] = (parent, -negative)
+                push(reached)
         return tree
 
-    def _leads(self, parent: ProductNode, node: ProductNode, edges: _Edges) -> bool:
-        """Whether an edge after the step still moves ``parent`` to ``node``."""
-        return any(target == node[0] and self.moves.get((parent[1], sym)) == node[1]
-                   for sym, target in edges.out.get(parent[0], ()))
+    def _leads(self, parent: ProductNode, node: ProductNode, ts: int, edges: _Edges) -> bool:
+        """Whether an edge after the step still moves ``parent`` to ``node`` at time ``ts`` or later."""
+        return any(target == node[0] and self.moves.get((parent[1], sym)) == node[1] and time >= ts
+                   for sym, target, time in edges.out.get(parent[0], ()))
 
     def _answers(self, root: str, tree: Tree, member: bool) -> set[tuple[str, str]]:
         """The root's pairs: nodes reached in a final state, and the root itself on a zero-length
@@ -387,8 +419,22 @@ def _members(rows: pa.Table, change: pa.Table | None, columns: tuple[str, ...],
 
 
 def _tree_rows(root: str, tree: Tree, sign: int) -> list[dict]:
-    return [{"root": root, "node": node, "state": str(state), "parent": parent, "pstate": str(pstate), MULT: sign}
-            for (node, state), (parent, pstate) in tree.items()]
+    return [{"root": root, "node": node, "state": str(state), "parent": parent, "pstate": str(pstate),
+             "ts": "" if ts == FOREVER else str(ts), MULT: sign}
+            for (node, state), ((parent, pstate), ts) in tree.items()]
+
+
+def _expiry(after: pa.Table, inserted: list[Triple], deleted: list[Triple]) -> int | None:
+    """τ when the step's deletions are a pure expiry: every edge of time τ or earlier went (as a
+    window slide does), so exactly the nodes whose max-min time is at most τ lose every path and
+    the rest keep their witnesses: a filter, with nothing to re-derive. None otherwise."""
+    if not deleted:
+        return None
+    tau = max(time_of(t) for *_, t in deleted)
+    if tau == FOREVER:
+        return None
+    remaining = [time_of(t) for *_, t in inserted] + [time_of(t) for t in pc.unique(after["t"]).to_pylist()]
+    return tau if all(ts > tau for ts in remaining) else None
 
 
 def _consolidated(rows: list[dict]) -> pa.Table:

@@ -123,7 +123,7 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     progress = Progress.last(base(progress_table(plan.name)))
     step = window_step(Clock.of(plan.streams, plan.lateness_ms), [bare(g) for g in plan.graphs], progress,
                        base(buffer_table(plan.name)), lambda: base(background_table(plan.name)),
-                       timed_messages(rows), record.batch, flush, stamps=bool(plan.stamps))
+                       timed_messages(rows), record.batch, flush, stamps=plan.reads_times)
     overlay = _Overlay(base)
     answers, log, tagged, answer_changes = progress.answers, [], [], 0
     for emission in step.emissions:
