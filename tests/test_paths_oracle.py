@@ -6,7 +6,7 @@ The graph: eight nodes joined by ``ex:a``, ``ex:b`` and ``ex:c`` edges (self-loo
 cycles, diamonds and loops come and go), some ``ex:c`` edges to literals (zero-length matches pair
 literals with themselves too), and ``ex:type`` triples. The queries: the eleven shapes of the
 streaming RPQ paper's evaluation, inverse, negated and nested forms, constant ends, one variable at
-both ends, and paths mixed with triple patterns, FILTER and DISTINCT. Scripted batches build a
+both ends, and paths mixed with triple patterns, FILTER, DISTINCT and an aggregate. Scripted batches build a
 cycle, cut the only edge into it (its nodes then reach each other but nothing reaches them: what
 counting derivations would get wrong), and delete an edge of a diamond (another path remains).
 
@@ -59,6 +59,7 @@ QUERIES = {
     "both_constant": "ASK { ex:n0 (ex:a|ex:b)* ex:n3 }",
     "cycles": "SELECT * WHERE { ?x ex:a+ ?x }",
     "mixed": "SELECT DISTINCT ?x ?t WHERE { ?x ex:type ?t . ?x ex:a+/ex:c ?y FILTER(?y != ex:n1) }",
+    "counted": "SELECT ?x (COUNT(?y) AS ?n) WHERE { ?x (ex:a|ex:b)+ ?y } GROUP BY ?x HAVING (COUNT(?y) > 1)",
 }
 SPARK_QUERIES = ("q2", "q9", "negated_both", "mixed")   # the Spark engine runs a representative four
 CASES = [("arrow", name) for name in sorted(QUERIES)] + [("spark", name) for name in SPARK_QUERIES]
