@@ -78,3 +78,33 @@ def term_value(term: str | None) -> object:
     if n.rank < 2:
         return datatype, Fraction(n.value)
     return datatype, float(f"{float(n.value):.9g}")
+
+
+def replay_stream(store, spark, engine: str, plans: dict, late: set[str], stream, batches: int,
+                  script: Callable[[object, int], list[tuple[str, Triple]]], landing) -> list[tuple[int, frozenset, dict]]:
+    """Register ``plans`` (those named in ``late`` after the first batch: a backfill), then run
+    ``batches`` batches on ``engine``, each the ``stream``'s next random batch followed by the
+    messages ``script(stream, i)`` gives (read off the graph as it stands), written under
+    ``landing``. Returns, per batch, ``(batch, graph, answers by query)`` for :func:`check_every_batch`."""
+    from pipelines import answers as A
+    from pipelines.engine.register import register
+    from pipelines.engine.runner import Runner
+    from pipelines.ingest import ingest_paths
+
+    for name, plan in plans.items():
+        if name not in late:
+            register(store, spark, plan, engine=engine)
+    history = []
+    for i in range(batches):
+        messages = stream.next_batch()
+        messages += [stream.message(op, t) for op, t in script(stream, i)]
+        ingest_paths(store, [str(stream.write(landing / f"b{i}.jsonl", messages))])
+        if i == 1:
+            for name in late & set(plans):
+                register(store, spark, plans[name], engine=engine)
+        report = Runner(store, spark, engine=engine).run()
+        assert report.batches[0]["engine"] == engine
+        active = {q.plan.name for q in A.catalog.registered(store)}
+        gold = {name: table_bag(A.answers(store, name), plans[name].projection) for name in active}
+        history.append((report.batches[0]["batch"], frozenset(stream.graph), gold))
+    return history

@@ -22,16 +22,13 @@ from decimal import Decimal
 import pytest
 
 from pipelines import answers as A
-from pipelines.engine.register import register
-from pipelines.engine.runner import Runner
-from pipelines.ingest import ingest_paths
 from pipelines.storage import open_store
 from views.numbers import number
 from views.plan import compile_query
 from views.sparql import parse_query
 from views.terms import split_literal
 
-from .oracle import changes_bag, check_every_batch, table_bag, term_value
+from .oracle import changes_bag, check_every_batch, replay_stream, table_bag, term_value
 from .streams import ENTITIES, PREFIXES, XSD, Stream, candidate_triples, iri
 
 QUERIES = {
@@ -112,24 +109,7 @@ def _replay(engine: str, names: tuple[str, ...], root, spark):
     stream = Stream(seed=5, batch_size=40)
     stream.pool = _pool()
     plans = {name: plan_of(name) for name in names}
-    for name in names:
-        if name not in LATE:
-            register(store, spark, plans[name], engine=engine)
-    history = []
-    for i in range(6):
-        messages = stream.next_batch()
-        messages += [stream.message(op, t) for op, t in _script(stream, i)]
-        ingest_paths(store, [str(Stream.write(root / "landing" / f"b{i}.jsonl", messages))])
-        if i == 1:
-            for name in LATE & set(names):
-                register(store, spark, plans[name], engine=engine)
-        report = Runner(store, spark, engine=engine).run()
-        assert report.batches[0]["engine"] == engine
-        batch = report.batches[0]["batch"]
-        active = {q.plan.name for q in A.catalog.registered(store)}
-        gold = {name: table_bag(A.answers(store, name), plans[name].projection) for name in active}
-        history.append((batch, frozenset(stream.graph), gold))
-    return store, plans, history
+    return store, plans, replay_stream(store, spark, engine, plans, LATE, stream, 6, _script, root / "landing")
 
 
 @pytest.fixture(scope="module")

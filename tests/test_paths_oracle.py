@@ -21,14 +21,11 @@ import random
 import pytest
 
 from pipelines import answers as A
-from pipelines.engine.register import register
-from pipelines.engine.runner import Runner
-from pipelines.ingest import ingest_paths
 from pipelines.storage import open_store
 from views.plan import compile_query
 from views.sparql import parse_query
 
-from .oracle import changes_bag, check_every_batch, table_bag
+from .oracle import changes_bag, check_every_batch, replay_stream, table_bag
 from .streams import PREFIXES, Stream, iri
 
 NODES = [iri(f"n{i}") for i in range(8)]
@@ -80,12 +77,14 @@ def _script(stream: Stream, batch: int) -> list[tuple[str, tuple]]:
     cycle = [(NODES[5], a, NODES[6]), (NODES[6], a, NODES[7]), (NODES[7], a, NODES[5])]
     diamond = [(NODES[1], a, NODES[2]), (NODES[1], a, NODES[3]), (NODES[2], a, NODES[4]), (NODES[3], a, NODES[4])]
     if batch == 0:
-        return [("+", t) for t in cycle + diamond + [(NODES[4], a, NODES[5])]]
-    if batch == 2:
-        return [("-", (NODES[4], a, NODES[5])), ("-", diamond[1])]
-    if batch == 4:
-        return [("-", t) for t in cycle[:1]] + [("+", (NODES[4], a, NODES[5]))]
-    return []
+        scripted = [("+", t) for t in cycle + diamond + [(NODES[4], a, NODES[5])]]
+    elif batch == 2:
+        scripted = [("-", (NODES[4], a, NODES[5])), ("-", diamond[1])]
+    elif batch == 4:
+        scripted = [("-", t) for t in cycle[:1]] + [("+", (NODES[4], a, NODES[5]))]
+    else:
+        scripted = []
+    return scripted + [("+", (NODES[0], iri("label"), '"zero"'))]       # n0 stays in the graph
 
 
 def plan_of(name: str):
@@ -99,25 +98,7 @@ def _replay(engine: str, names: tuple[str, ...], root, spark):
     stream.pool = _pool()
     stream.rng = random.Random(11)
     plans = {name: plan_of(name) for name in names}
-    for name in names:
-        if name not in LATE:
-            register(store, spark, plans[name], engine=engine)
-    history = []
-    for i in range(7):
-        messages = stream.next_batch()
-        messages += [stream.message(op, t) for op, t in _script(stream, i)]
-        messages.append(stream.message("+", (NODES[0], iri("label"), '"zero"')))   # n0 stays in the graph
-        ingest_paths(store, [str(Stream.write(root / "landing" / f"b{i}.jsonl", messages))])
-        if i == 1:
-            for name in LATE & set(names):
-                register(store, spark, plans[name], engine=engine)
-        report = Runner(store, spark, engine=engine).run()
-        assert report.batches[0]["engine"] == engine
-        batch = report.batches[0]["batch"]
-        active = {q.plan.name for q in A.catalog.registered(store)}
-        gold = {name: table_bag(A.answers(store, name), plans[name].projection) for name in active}
-        history.append((batch, frozenset(stream.graph), gold))
-    return store, plans, history
+    return store, plans, replay_stream(store, spark, engine, plans, LATE, stream, 7, _script, root / "landing")
 
 
 @pytest.fixture(scope="module")
