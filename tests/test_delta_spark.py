@@ -23,6 +23,7 @@ from pipelines.engine.runner import Runner
 from pipelines.ingest import ingest_paths
 from pipelines.spark import has_delta_jars
 from pipelines.storage import Txn, open_store
+from pipelines.storage.delta_rs import DeltaRsStore
 from pipelines.storage.delta_spark import DeltaSparkStore
 
 from .conftest import JARS_MISSING
@@ -140,3 +141,19 @@ def test_a_crash_on_delta_spark_then_a_rerun_on_delta_rs_equals_uninterrupted(cr
         Runner(CrashingSparkStore(str(trial), spark, budget), spark).run()
     Runner(open_store(str(trial), spark, backend="delta-rs"), spark).run()
     assert snapshot(trial) == expected
+
+
+@pytest.mark.parametrize("argv,backend", [
+    (["run", "--engine", "spark"], DeltaSparkStore),              # the Spark engine commits with Spark
+    (["--master", "spark://head:7077", "status"], DeltaSparkStore),   # a cluster: the JVM writer
+    (["run"], DeltaRsStore),                                       # in process: delta-rs
+    (["--storage", "delta-rs", "run", "--engine", "spark"], DeltaRsStore),
+])
+def test_auto_storage_follows_where_the_work_runs(tmp_path, spark, monkeypatch, argv, backend):  # noqa: ARG001
+    from pipelines.cli import build_parser
+    from pipelines.cli.context import Context
+
+    monkeypatch.delenv("LAKEGRAPH_STORAGE", raising=False)
+    monkeypatch.delenv("LAKEGRAPH_SPARK_MASTER", raising=False)
+    context = Context(build_parser().parse_args(["--lake", str(tmp_path / "lake"), *argv]))
+    assert type(context.store()) is backend

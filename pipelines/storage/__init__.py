@@ -1,14 +1,16 @@
 """One interface for every table: :func:`open_store` picks the backend.
 
 ``LAKEGRAPH_STORAGE`` (or ``backend=``) forces ``delta-rs`` or ``delta-spark``; by default delta-spark
-is used when its JVM jars are on the classpath of a Spark session that is already running, and
-delta-rs otherwise. ``spark`` may be lazy (:class:`pipelines.spark.LazySpark`): the auto choice never
+is used when its JVM jars are on the classpath of a Spark session that is already running, or when
+the work runs on Spark (``on_spark``: the Spark engine, a cluster master) and the jars were fetched,
+and delta-rs otherwise. ``spark`` may be lazy (:class:`pipelines.spark.LazySpark`): the auto choice never
 starts it, and a delta-rs store starts it only for a read that must return a Spark frame.
 """
 from __future__ import annotations
 
 import os
 
+from ..delta_jars import jars
 from ..spark import has_delta_jars, running, session
 from .base import Data, StorageError, TableNotFound, TableStore, Txn
 from .delta_rs import DeltaRsStore, quote
@@ -17,12 +19,14 @@ BACKEND_ENV = "LAKEGRAPH_STORAGE"
 BACKENDS = ("delta-rs", "delta-spark")
 
 
-def open_store(root: str, spark=None, backend: str | None = None) -> TableStore:
-    """The lake at ``root`` through the chosen backend; ``spark`` a session, a lazy one, or None."""
+def open_store(root: str, spark=None, backend: str | None = None, on_spark: bool = False) -> TableStore:
+    """The lake at ``root`` through the chosen backend; ``spark`` a session, a lazy one, or None;
+    ``on_spark`` whether the caller runs its work on Spark (see the module text)."""
     choice = backend or os.environ.get(BACKEND_ENV) or "auto"
     if choice == "auto":
         live = running(spark)
-        choice = "delta-spark" if live is not None and has_delta_jars(live) else "delta-rs"
+        on_delta = has_delta_jars(live) if live is not None else on_spark and spark is not None and bool(jars())
+        choice = "delta-spark" if on_delta else "delta-rs"
     if choice == "delta-rs":
         return DeltaRsStore(root, spark)
     if choice == "delta-spark":
