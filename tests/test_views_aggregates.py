@@ -101,6 +101,7 @@ def test_order_and_group_concat() -> None:
     ([typed("2", "integer"), typed("10", "integer"), typed("9.5", "decimal")], typed("2", "integer")),
     ([typed("2026-01-01T10:00:00+02:00", "dateTime"), typed("2026-01-01T09:00:00Z", "dateTime")],
      typed("2026-01-01T10:00:00+02:00", "dateTime")),
+    (["<http://x/C1>", "<http://x/C10>", "<http://x/C1/>"], "<http://x/C1>"),     # by text: a prefix first
 ])
 def test_min_compares_values(values: list[str], expected: str) -> None:
     assert _row([AggregateCall("m", "MIN", "v")], values)["m"] == expected
