@@ -9,7 +9,7 @@ from schemas import tables as S
 from views.plan import QueryPlan, ViewDef
 
 from .lake import (QUERIES, background_table, bag_table, buffer_table, changes_table, gold_table, now, pe_table,
-                   progress_table, windows_table)
+                   progress_table, sums_table, windows_table)
 from .storage import TableStore
 
 
@@ -51,7 +51,7 @@ def distinct_views(plans: list[QueryPlan]) -> list[ViewDef]:
 
 def owned_tables(plan: QueryPlan) -> list[str]:
     """Every table named after the query (the ones unregistering removes)."""
-    names = [gold_table(plan.name), changes_table(plan.name), bag_table(plan.name)]
+    names = [gold_table(plan.name), changes_table(plan.name), bag_table(plan.name), sums_table(plan.name)]
     names += [pe_table(plan.name, i) for i in range(len(plan.components))]
     names += [buffer_table(plan.name), background_table(plan.name), progress_table(plan.name),
               windows_table(plan.name)]
