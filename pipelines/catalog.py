@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from schemas import tables as S
+from views.path_views import PathDef
 from views.plan import QueryPlan, ViewDef
 
 from .lake import (QUERIES, background_table, bag_table, buffer_table, changes_table, gold_table, now, pe_table,
@@ -47,6 +48,21 @@ def distinct_views(plans: list[QueryPlan]) -> list[ViewDef]:
         for view in plan.views:
             seen.setdefault(view.id, view)
     return [seen[k] for k in sorted(seen)]
+
+
+def distinct_paths(plans: list[QueryPlan]) -> list[PathDef]:
+    """The path views the given queries use, each once (shared like views)."""
+    seen: dict[str, PathDef] = {}
+    for plan in plans:
+        for path in plan.paths:
+            seen.setdefault(path.id, path)
+    return [seen[k] for k in sorted(seen)]
+
+
+def shared_tables(plans: list[QueryPlan]) -> list[str]:
+    """The tables queries share by canonical form: views, and path views with their reach state."""
+    return ([v.id for v in distinct_views(plans)]
+            + [t for p in distinct_paths(plans) for t in (p.id, p.reach)])
 
 
 def owned_tables(plan: QueryPlan) -> list[str]:

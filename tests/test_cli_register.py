@@ -11,7 +11,7 @@ from pipelines import cli
 REFUSED = {
     "optional.rq": ("SELECT * { ?s <http://e/p> ?o OPTIONAL { ?o <http://e/q> ?z } }", "OPTIONAL"),
     "union.rq": ("SELECT * { { ?s <http://e/p> ?o } UNION { ?s <http://e/q> ?o } }", "UNION"),
-    "path.rq": ("SELECT * { ?s <http://e/p>+ ?o }", "property path"),
+    "graph.rq": ("SELECT * { GRAPH ?g { ?s <http://e/p>+ ?o } }", "GRAPH"),
     "minus.rq": ("SELECT * { ?s <http://e/p> ?o MINUS { ?s <http://e/q> ?o } }", "MINUS"),
     "syntax.rq": ("SELECT ?s WHERE { ?s <http://e/p> }", "syntax error at line 1"),
 }

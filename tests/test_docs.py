@@ -236,6 +236,13 @@ def test_audit_walkthrough_runs_and_finds_the_messages(workdir, monkeypatch):
     assert {33, 41, 42} <= seqs and "04_semester2.rdfp" in narrowed
 
 
+def test_paths_walkthrough_runs_as_written(workdir, monkeypatch):
+    """docs/paths.md's example: ben, re-attached through another manager, keeps his answer."""
+    outputs = dict(run_doc("docs/paths.md", monkeypatch))
+    changed = outputs["lakegraph changes under_ceo --since-batch 0"]
+    assert "org/cto" in changed and "org/ben" not in changed
+
+
 @pytest.mark.parametrize("doc", sorted(ON_DEMO_LAKE - {"docs/sql.md", "docs/audit.md"}))
 def test_other_docs_commands_run(workdir, monkeypatch, doc):
     build_demo_lake(workdir)

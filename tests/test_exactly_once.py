@@ -1,6 +1,6 @@
 """Exactly once: a crash between any two commits of a batch, then a re-run, leaves every table as an
 uninterrupted run does (no lost and no doubled delta), windows emitted by the batch and aggregate
-state included."""
+state and property-path state included."""
 from __future__ import annotations
 
 import shutil
@@ -25,6 +25,8 @@ QUERIES = {
                "HAVING (COUNT(?y) > 1)",
     # running sums (one group, linear aggregates): the sums' row is replaced, never the bag re-read
     "summed": "SELECT (COUNT(*) AS ?n) (SUM(?a) AS ?total) (AVG(?a) AS ?mean) WHERE { ?x ex:age ?a }",
+    # a property path: the batch changes its witness forest (reach) and its pairs after its walk
+    "reach": "SELECT ?x ?y WHERE { ?x (ex:knows|^ex:likes)+ ?y . ?y ex:type ex:Person }",
     # a chain of windowed queries: each window's constructed triples go to bronze (once) and feed
     # a windowed query; a batch of 40 s of events emits one or two 30 s windows, each its own output file
     "linked": "CONSTRUCT { ?x ex:linked ?z } FROM STREAM <urn:lakegraph:stream:default> [RANGE 30s TUMBLING] "
@@ -131,3 +133,5 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
     chained = [r for r in done.read_arrow("bronze").to_pylist() if r["stream"] == "urn:lakegraph:stream:linked"]
     assert chained and done.read_arrow("w_reached_buffer").num_rows
     assert done.read_arrow("gold_counted").num_rows and done.read_arrow("gold_reached").num_rows
+    path = compile_query(parse_query(PREFIXES + QUERIES["reach"], "reach"), "reach").paths[0]
+    assert done.read_arrow(path.reach).num_rows and len(done.history(path.reach)) >= 3

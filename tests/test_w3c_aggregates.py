@@ -9,8 +9,6 @@ Every test is run, refused for a stated reason, or read as stated below; all thr
 asserted, so they stay true."""
 from __future__ import annotations
 
-import random
-import re
 from collections import Counter
 from itertools import groupby
 from pathlib import Path
@@ -18,17 +16,12 @@ from pathlib import Path
 import pytest
 
 from pipelines import answers as A
-from pipelines.engine.register import register
-from pipelines.engine.runner import Runner
-from pipelines.ingest import ingest_paths
-from pipelines.storage import open_store
 from views.errors import QuerySyntaxError, UnsupportedQuery
-from views.plan import compile_query
 from views.sparql import parse_query
 
-from .oracle import oracle_bag, table_bag, term_value
-from .w3c import (EvaluationTest, blank_free_bag, data_triples, evaluation_tests, expected_bag, messages,
-                  negative_syntax_tests)
+from .oracle import table_bag, term_value
+from .w3c import (EvaluationTest, blank_free_bag, evaluation_tests, expected_bag, negative_syntax_tests,
+                  replay_inserts_then_deletes, without_order_by)
 
 SUITE = ("aggregates",)
 TESTS = {t.query.stem: t for t in evaluation_tests(SUITE)}     # by query file (a test may have two names)
@@ -76,16 +69,12 @@ def test_order_by_is_refused(stem):
 @pytest.mark.parametrize("name,path", sorted(negative_syntax_tests("aggregates").items()))
 def test_negative_syntax_tests_are_syntax_errors(name, path):
     with pytest.raises(QuerySyntaxError):
-        parse_query(_without_order_by(path.read_text()), path.name)
-
-
-def _without_order_by(text: str) -> str:
-    return re.sub(r"\bORDER\s+BY\b.*", "", text, flags=re.S | re.I)
+        parse_query(without_order_by(path.read_text()), path.name)
 
 
 def _text(test: EvaluationTest) -> str:
     text = test.query.read_text()
-    return _without_order_by(text) if test.query.stem in WITHOUT_ORDER_BY else text
+    return without_order_by(text) if test.query.stem in WITHOUT_ORDER_BY else text
 
 
 def _comparable(bag: Counter) -> Counter:
@@ -95,50 +84,14 @@ def _comparable(bag: Counter) -> Counter:
     return out
 
 
-def _batches(triples: list, rng: random.Random) -> list[list]:
-    """``triples`` shuffled and cut into one to three batches."""
-    shuffled = rng.sample(triples, len(triples))
-    cuts = sorted(rng.sample(range(1, len(shuffled)), min(2, len(shuffled) - 1))) if len(shuffled) > 1 else []
-    return [shuffled[a:b] for a, b in zip([0, *cuts], [*cuts, len(shuffled)])]
-
-
 RUN = sorted((t for t in TESTS.values() if t.query.stem not in UNSUPPORTED), key=lambda t: t.data)
 GROUPS = [pytest.param(data, list(tests), id=data[0].name) for data, tests in groupby(RUN, key=lambda t: t.data)]
 
 
 @pytest.mark.parametrize("data,tests", GROUPS)
 def test_w3c_aggregates_through_random_inserts_then_deletes(data: tuple[Path, ...], tests, spark, tmp_path):
-    store = open_store(str(tmp_path / "lake"), spark, backend="delta-rs")
-    plans = {}
-    for i, test in enumerate(tests):
-        plans[test.query.stem] = compile_query(parse_query(_text(test), test.query.name), f"t{i}")
-        register(store, spark, plans[test.query.stem])
-    triples = data_triples(data)
-    rng = random.Random(len(triples))
-    graph: set = set()
-
-    def check(after: str) -> None:
-        for test in tests:
-            plan = plans[test.query.stem]
-            got = _comparable(table_bag(A.answers(store, plan.name), plan.projection))
-            want = _comparable(oracle_bag(_text(test), graph, plan.projection))
-            assert got == want, f"{test.query.stem} differs from pyoxigraph {after}"
-
-    steps = [("+", b) for b in _batches(triples, rng)] + [("-", b) for b in _batches(triples, rng)]
-    for i, (op, batch) in enumerate(steps):
-        landing = tmp_path / f"b{i}.jsonl"
-        landing.write_text(messages(batch, op), encoding="utf-8")
-        ingest_paths(store, [str(landing)])
-        Runner(store, spark).run()
-        graph = graph | set(batch) if op == "+" else graph - set(batch)
-        check(f"after batch {i} ({op})")
-        if op == "+" and graph == set(triples):
-            for test in tests:
-                _check_w3c(store, test, plans[test.query.stem])
-    if not triples:
-        check("over no data")
-        for test in tests:
-            _check_w3c(store, test, plans[test.query.stem])
+    replay_inserts_then_deletes(tests, {t.query.stem: _text(t) for t in tests}, spark, tmp_path, _comparable,
+                                _check_w3c)
 
 
 def _check_w3c(store, test: EvaluationTest, plan) -> None:

@@ -36,7 +36,7 @@ def random_zset(rng: random.Random, columns: list[str], rows: int) -> pa.Table:
 def engines(spark):
     tables = {}
     arrow = ArrowZSets(tables.__getitem__, lambda t, p: filter_arrow(spark, t, p))
-    sparkz = SparkZSets(spark, lambda name: sparkz.from_arrow(tables[name]))
+    sparkz = SparkZSets(spark, lambda name: sparkz.from_arrow(tables[name]), tables.__getitem__)
     return tables, arrow, sparkz
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Union
 
 if TYPE_CHECKING:
     from .aggregates import Grouping
+    from .paths import Pattern
     from .streams import StreamWindow
 
 
@@ -235,7 +236,7 @@ class Query:
 
     text: str
     form: str
-    patterns: tuple[TriplePattern, ...]
+    patterns: tuple[Pattern, ...]          # triple patterns, and property paths kept as path views
     filters: tuple[Expr, ...]
     projection: tuple[str, ...]
     distinct: bool

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
@@ -32,6 +33,8 @@ from .errors import UnsupportedQuery
 from .filters import TRUE, filter_sql
 from .model import (And, Expr, Query, TriplePattern, Unbound, Var, conjuncts, expr_text, expr_variables,
                     map_vars, validate_name)
+from .path_views import ALL, PathDef, path_def
+from .paths import Pattern, PathPattern
 from .source import Source
 from .streams import TIMESTAMP_CALL, StreamWindow
 
@@ -87,6 +90,7 @@ class QueryPlan:
     template: tuple[tuple[str, str, str], ...] = ()
     output_stream: str | None = None          # REGISTER STREAM: where each window's triples go (bare IRI)
     aggregation: Aggregation | None = None    # GROUP BY / aggregates: projection is then the answer columns
+    paths: tuple[PathDef, ...] = ()           # path views, joined by components like views
 
     @property
     def bag_columns(self) -> tuple[str, ...]:
@@ -99,7 +103,7 @@ class QueryPlan:
         """The query variables bound to a ``timestamp()`` (a view's ``t`` position), in plan order."""
         views = {v.id: v for v in self.views}
         return tuple(dict.fromkeys(dict(ref.bind)[col] for c in self.components for ref in c.patterns
-                                   for pos, col in views[ref.view].positions if pos == "t"))
+                                   if ref.view in views for pos, col in views[ref.view].positions if pos == "t"))
 
     @property
     def windowed(self) -> bool:
@@ -127,7 +131,8 @@ class QueryPlan:
                       "streams": tuple(StreamWindow(**w) for w in data.get("streams", ())),
                       "graphs": tuple(data.get("graphs", ())),
                       "template": tuple(tuple(t) for t in data.get("template", ())),
-                      "aggregation": Aggregation.from_dict(data.get("aggregation"))})
+                      "aggregation": Aggregation.from_dict(data.get("aggregation")),
+                      "paths": tuple(PathDef.from_dict(p) for p in data.get("paths", ()))})
 
 
 def _pairs(items: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
@@ -153,7 +158,8 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: 
     spanning: list[Expr] = []
     for conjunct in dict.fromkeys(c for f in query.filters for c in conjuncts(f)):
         bound = set(expr_variables(conjunct)) & set(query.variables)
-        owners = [i for i, p in enumerate(patterns) if bound and bound <= set(p.variables())]
+        owners = [i for i, p in enumerate(patterns)
+                  if bound and bound <= set(p.variables()) and isinstance(p, TriplePattern)]
         homes = [k for k, part in enumerate(parts) if bound and bound <= set(part.variables)]
         for i in owners:
             pushed[i].append(conjunct)
@@ -162,15 +168,27 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: 
     # a windowed query's views hold its own graph (its windows and background graphs), so they are
     # its own: their ids carry the query's name
     scope = name if query.streams or query.graphs else None
-    views = [_view(patterns[i], pushed[i], scope) for i in range(len(patterns))]
+    edge_views: list[ViewDef] = []
+
+    def edge_view(predicate: str) -> str:
+        """The view a path's edges of ``predicate`` (or every triple) come from."""
+        middle = Var("p") if predicate == ALL else predicate
+        view, _ = _view(TriplePattern(Var("s"), middle, Var("o")), [], scope)
+        edge_views.append(view)
+        return view.id
+
+    views = [path_def(p, scope, edge_view) if isinstance(p, PathPattern) else _view(p, pushed[i], scope)
+             for i, p in enumerate(patterns)]
     components = tuple(_component(part, patterns, views, local[k]) for k, part in enumerate(parts))
+    triple_views = [v for v, _ in views if isinstance(v, ViewDef)] + edge_views
     return QueryPlan(
         name=name, text=query.text, form=query.form, query_class=query_class(parts),
         projection=query.projection, distinct=query.distinct,
-        views=tuple({v.id: v for v, _ in views}.values()), components=components,
+        views=tuple({v.id: v for v in triple_views}.values()), components=components,
         filter_sql=_sql(spanning, set(query.variables)), streams=query.streams, graphs=query.graphs,
         lateness_ms=lateness_ms, output_stream=output,
         aggregation=aggregation_plan(query.grouping, scope is not None) if query.grouping else None,
+        paths=tuple({p.id: p for p, _ in views if isinstance(p, PathDef)}.values()),
         template=tuple(tuple(f"?{n.name}" if isinstance(n, Var) else n for _, n in t.nodes()) for t in query.template))
 
 
@@ -257,8 +275,8 @@ def _view(pattern: TriplePattern, exprs: list[Expr],
     return view, tuple((col, var) for var, col in rename.items())
 
 
-def _component(part: Part, patterns: Sequence[TriplePattern],
-               views: Sequence[tuple[ViewDef, tuple[tuple[str, str], ...]]], exprs: list[Expr]) -> Component:
+def _component(part: Part, patterns: Sequence[Pattern],
+               views: Sequence[tuple[ViewDef | PathDef, tuple[tuple[str, str], ...]]], exprs: list[Expr]) -> Component:
     mine = [patterns[i] for i in part.patterns]
     return Component(
         kind=part.kind, variables=part.variables,
@@ -269,8 +287,8 @@ def _component(part: Part, patterns: Sequence[TriplePattern],
 
 # -- explaining -----------------------------------------------------------------------------------
 def explain(plan: QueryPlan) -> str:
-    """A readable account of the plan: decomposition, views, state tables and delta plan."""
-    views = {v.id: v for v in plan.views}
+    """A readable account of the plan: decomposition, views, path views, state tables and delta plan."""
+    views: dict[str, ViewDef | PathDef] = {v.id: v for v in plan.views} | {p.id: p for p in plan.paths}
     head = "ASK" if plan.form == "ask" else \
         "SELECT " + ("DISTINCT " if plan.distinct else "") + " ".join(f"?{v}" for v in plan.projection)
     lines = [f"query {plan.name}: {head}", f"class: {plan.query_class}"]
@@ -291,6 +309,9 @@ def explain(plan: QueryPlan) -> str:
         lines += _explain_component(k, comp, views)
     lines.append(f"views ({len(plan.views)}):")
     lines += [f"  {v.id}  {v.canonical}" for v in plan.views]
+    if plan.paths:
+        lines.append(f"path views ({len(plan.paths)}): each a set of (start, end) pairs, joined like a view")
+        lines += [line for p in plan.paths for line in p.explain()]
     lines.append("tables:")
     if len(plan.components) > 1:
         lines.append("  partial embeddings: " + ", ".join(
@@ -316,7 +337,7 @@ def explain(plan: QueryPlan) -> str:
     return "\n".join(lines)
 
 
-def _explain_component(k: int, comp: Component, views: dict[str, ViewDef]) -> list[str]:
+def _explain_component(k: int, comp: Component, views: dict[str, ViewDef | PathDef]) -> list[str]:
     variables = " ".join(f"?{v}" for v in comp.variables)
     lines = [f"  C{k}: {comp.kind}" + (f" {{{variables}}}" if variables else "")]
     for i, ref in enumerate(comp.patterns):
@@ -341,9 +362,11 @@ def _abridged(sql: str, limit: int = 160) -> str:
     return sql if len(sql) <= limit else f"{sql[:limit]}... ({len(sql)} characters of SQL)"
 
 
-def _pattern_text(ref: PatternRef, view: ViewDef) -> str:
-    """The query's triple pattern, rebuilt from its view and bindings."""
+def _pattern_text(ref: PatternRef, view: ViewDef | PathDef) -> str:
+    """The query's triple (or path) pattern, rebuilt from its view and bindings."""
     var_of = dict(ref.bind)
+    if isinstance(view, PathDef):
+        return re.sub(r"\?(v\d+)\b", lambda m: f"?{var_of[m.group(1)]}", view.canonical)
     at = {pos: f"?{var_of[col]}" for pos, col in view.positions}
     text = " ".join(at.get(pos) or str(const) for pos, const in (("s", view.s), ("p", view.p), ("o", view.o)))
     return text + (f" TIMESTAMP {at['t']}" if "t" in at else "")

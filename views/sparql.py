@@ -38,11 +38,12 @@ from functools import partial
 from typing import Any, Callable, Iterable, Iterator
 
 from pyparsing import ParseBaseException
-from rdflib.paths import Path
+from rdflib.paths import AlternativePath, InvPath, MulPath, NegatedPath, Path, SequencePath
 from rdflib.plugins.sparql.algebra import translatePName, translatePrologue, translateQuery, traverse
 from rdflib.plugins.sparql.operators import simplify as simplify_expression
 from rdflib.plugins.sparql.parser import parseQuery, parseUpdate
-from rdflib.plugins.sparql.parserutils import CompValue
+from rdflib.plugins.sparql import parser as rdflib_parser
+from rdflib.plugins.sparql.parserutils import CompValue, Param
 from rdflib.term import BNode, Identifier, Literal, URIRef, Variable
 
 from schemas.tables import RESERVED_COLUMNS
@@ -52,6 +53,8 @@ from .errors import QuerySyntaxError, UnsupportedQuery
 from .expressions import Form, UnsupportedExpression, compile_expr
 from .model import (COMPARISONS, FUNCTIONS, TIMESTAMP, And, Arith, Call, Compare, Const, Expr, Not, Or, Query,
                     TriplePattern, Unbound, Var, rebuild, walk)
+from .paths import Alt, Link, Negated, Pattern, Repeat, Seq, inverse, translate
+from .paths import Path as PathModel
 from .source import Source, keyword
 from .streams import TIMESTAMP_CALL, TIMESTAMP_IRI, Clauses, strip
 from .terms import XSD, XSD_STRING, literal
@@ -75,6 +78,20 @@ _REFUSED_PATTERNS = {
 _SUBQUERY_NODES = {"Project", "Distinct", "Reduced", "Slice", "OrderBy", "AggregateJoin", "Group"}
 _AGGREGATES = {"Aggregate_Count": "COUNT", "Aggregate_Sum": "SUM", "Aggregate_Avg": "AVG", "Aggregate_Min": "MIN",
                "Aggregate_Max": "MAX", "Aggregate_Sample": "SAMPLE", "Aggregate_GroupConcat": "GROUP_CONCAT"}
+
+
+def _keep_inverse_iris_in_negated_sets() -> None:
+    """rdflib's grammar drops the IRI of ``^iri`` inside a negated property set (``!^a``,
+    ``!(a|^b)`` parse to an empty ``InversePath``); its algebra then cannot say which predicate is
+    excluded. Name that IRI ``path`` in the grammar once, so :meth:`_Parser._path` can read it."""
+    inverse_item = rdflib_parser.PathOneInPropertySet.exprs[-1]       # Comp("InversePath", "^" + iri)
+    sequence = inverse_item.expr
+    if not isinstance(sequence.exprs[-1], Param):
+        sequence.exprs[-1] = Param("path", sequence.exprs[-1])
+        sequence.streamline()
+
+
+_keep_inverse_iris_in_negated_sets()
 
 
 def render(term: Identifier) -> str:
@@ -146,7 +163,8 @@ class _Parser:
         taken = ({str(t) for _, triple in found for t in triple if isinstance(t, Variable)}
                  | {_projected(item) for item in node.projection or []}
                  | {e.name for f in filters for e in walk(f) if isinstance(e, (Var, Unbound))})
-        patterns = self._patterns(found, _source_order(node.where), taken)
+        patterns, path_filters = self._patterns(found, _source_order(node.where), taken)
+        filters += path_filters
         patterns, filters = self._timestamps(patterns, filters, taken)
         variables = tuple(dict.fromkeys(v for t in patterns for v in t.variables()))
         template = self._template(algebra.template, variables) if form == "construct" else ()
@@ -410,9 +428,6 @@ class _Parser:
     def _node_BGP(self, node: CompValue, found: list[tuple[int, tuple]]) -> list[Expr]:
         self.groups += 1
         for triple in node.triples:
-            if isinstance(triple[1], Path):
-                raise self.refuse(f"property paths are not supported ({triple[1].n3()})", _PATH_OPERATOR_RE,
-                                  in_parens=False)
             found.append((self.groups, tuple(triple)))
         return []
 
@@ -574,9 +589,10 @@ class _Parser:
         return patterns, [stamp(f) for f in filters]
 
     def _patterns(self, found: list[tuple[int, tuple]], order: dict[tuple, int],
-                  taken: set[str]) -> tuple[TriplePattern, ...]:
-        """Distinct triple patterns in source order, blank nodes renamed to fresh variables (none
-        of the ``taken`` names the query uses anywhere)."""
+                  taken: set[str]) -> tuple[tuple[Pattern, ...], list[Expr]]:
+        """Distinct patterns in source order, blank nodes renamed to fresh variables (none of the
+        ``taken`` names the query uses anywhere), property paths translated
+        (:func:`views.paths.translate`), with the FILTERs their negated property sets add."""
         groups: dict[BNode, int] = {}
         for group, triple in found:
             for term in triple:
@@ -596,9 +612,37 @@ class _Parser:
                 return Var(fresh[term])
             return render(term)
 
-        patterns = [TriplePattern(node(s), node(p), node(o)) for s, p, o in triples]
-        self.fresh_names = set(fresh.values())
-        return tuple(dict.fromkeys(patterns))
+        patterns: list[Pattern] = []
+        filters: list[Expr] = []
+        in_paths = _fresh_names(taken, "_p")
+        for s, p, o in triples:
+            if isinstance(p, Path):
+                more, where = translate(node(s), self._path(p), node(o), in_paths)
+                patterns += more
+                filters += where
+                self.fresh_names |= {v for t in more for v in t.variables() if v.startswith("_p")} - taken
+            else:
+                patterns.append(TriplePattern(node(s), node(p), node(o)))
+        self.fresh_names |= set(fresh.values())
+        return tuple(dict.fromkeys(patterns)), filters
+
+    def _path(self, path: Path | URIRef) -> PathModel:
+        """An rdflib property path as :mod:`views.paths` models it."""
+        if isinstance(path, URIRef):
+            return Link(render(path))
+        if isinstance(path, InvPath):
+            return inverse(self._path(path.arg))
+        if isinstance(path, (SequencePath, AlternativePath)):
+            parts = tuple(self._path(a) for a in path.args)
+            kind = Seq if isinstance(path, SequencePath) else Alt
+            return kind(tuple(q for part in parts for q in (part.parts if isinstance(part, kind) else (part,))))
+        if isinstance(path, MulPath):
+            return Repeat(self._path(path.path), *_REPEATS[path.mod])
+        if isinstance(path, NegatedPath):
+            forward = tuple(render(a) for a in path.args if isinstance(a, URIRef))
+            backward = tuple(render(a.path) for a in path.args if isinstance(a, CompValue))
+            return Negated(forward or None, backward or None)
+        raise TypeError(f"not an rdflib property path: {path!r}")
 
 
 _TRUE = f'"true"^^<{XSD}boolean>'
@@ -606,8 +650,7 @@ _FALSE = f'"false"^^<{XSD}boolean>'
 _ARGS = ("arg", "arg1", "arg2")
 # Where arithmetic starts: ``*``, ``/``, a sign that does not start a number, or a variable and a sign.
 _ARITHMETIC_RE = r"[*/]|(?<=[\s()\"'])[-+](?![\d.])|[?$]\w+\s*[-+]"
-# Where a property path starts: ``|``, ``^`` (not ``^^``), ``/``, ``!`` or a ``*+?`` modifier.
-_PATH_OPERATOR_RE = r"(?<![|^])\|(?!\|)|(?<![\^\w])\^(?!\^)|/|(?<![\w!])!(?!=)|(?<=[\w>)])[*+?](?=\s)"
+_REPEATS = {"*": (0, None), "+": (1, None), "?": (0, 1)}
 
 
 def _projected(item: CompValue) -> str:

@@ -53,6 +53,9 @@ class ArrowZSets:
             self._tables[table] = self._read(table)
         return self._tables[table]
 
+    def arrow(self, table: str) -> pa.Table:
+        return self.read(table)
+
     def from_arrow(self, table: pa.Table) -> pa.Table:
         return table
 

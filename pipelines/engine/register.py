@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pyarrow.compute as pc
 
+from views.path_views import PathDef
 from views.plan import QueryPlan, ViewDef
 
 from .. import catalog
@@ -17,6 +18,7 @@ from ..lake import BRONZE, BatchLog, BatchRecord, changes_table, gold_table, ini
 from ..spark import SparkSource, master_of
 from ..storage import TableStore
 from .bgp import QueryMaintainer, state_tables
+from .paths import path_backfill, path_tables
 from .runner import choose_engine, zset_engine
 from .step import change_rows, changes_schema, gold_schema
 from .views import triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow, view_schema
@@ -64,6 +66,13 @@ def _fill_views(store: TableStore, z: ZSetEngine, at: BatchRecord, views: list[V
         store.append(view.id, rows[view.id])
 
 
+def _fill_path(store: TableStore, path: PathDef) -> None:
+    """Create a path view's tables, filled from its edge views (filled first)."""
+    for name, rows in path_backfill(path, store.read_arrow).items():
+        store.create(name, rows.schema)
+        store.append(name, rows)
+
+
 def register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str = "auto",
              master: str | None = None) -> dict:
     """Register ``plan``; returns counts of what the backfill wrote. The backfill runs on the Z-set
@@ -74,9 +83,9 @@ def register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str
     if any(q.plan.name == plan.name for q in active):
         raise RegistrationError(f"a query named {plan.name!r} is already registered; unregister it first")
     at = checkpoint(store)
-    in_use = {v.id for q in active for v in q.plan.views}
+    in_use = set(catalog.shared_tables([q.plan for q in active]))
     # leftovers of an interrupted registration of this name, and views nobody uses
-    for name in catalog.owned_tables(plan) + [v.id for v in plan.views if v.id not in in_use]:
+    for name in catalog.owned_tables(plan) + [t for t in catalog.shared_tables([plan]) if t not in in_use]:
         store.drop(name)
     chosen = choose_engine(engine, store.row_count(BRONZE, at.bronze_to), master_of(spark, master))
     if plan.windowed:
@@ -88,6 +97,9 @@ def register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str
     new_views = [v for v in plan.views if v.id not in in_use]
     if new_views:
         _fill_views(store, z, at, new_views)
+    for path in plan.paths:
+        if path.id not in in_use:
+            _fill_path(store, path)
     maintainer = QueryMaintainer(plan, z)
     result = maintainer.full()
     for name, schema in maintainer.tables().items():
@@ -108,6 +120,7 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
     windows that history closes are emitted (with no message late: lateness is judged between
     batches), the others wait for the next run. Returns the query's progress after it."""
     tables = {v.id: view_schema(v) for v in plan.views}
+    tables.update({name: schema for path in plan.paths for name, schema in path_tables(path).items()})
     tables.update(state_tables(plan))
     tables.update({gold_table(plan.name): gold_schema(plan),
                    changes_table(plan.name): changes_schema(plan)})
@@ -127,10 +140,10 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
 def unregister(store: TableStore, name: str) -> list[str]:
     """Remove query ``name`` and the tables only it uses; returns the tables dropped."""
     query = catalog.lookup(store, name)
-    others = {v.id for q in catalog.registered(store) if q.plan.name != name for v in q.plan.views}
+    others = set(catalog.shared_tables([q.plan for q in catalog.registered(store) if q.plan.name != name]))
     catalog.remove(store, name)
     dropped = [t for t in catalog.owned_tables(query.plan) if store.exists(t)]
-    dropped += [v.id for v in query.plan.views if v.id not in others]
+    dropped += [t for t in catalog.shared_tables([query.plan]) if t not in others]
     for table in dropped:
         store.drop(table)
     return dropped

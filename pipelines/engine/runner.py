@@ -67,7 +67,7 @@ def zset_engine(name: str, spark: SparkSource, read_arrow: Callable[[str], pa.Ta
     Spark (a lazy source stays lazy) evaluates the Arrow engine's FILTERs."""
     if name == "arrow":
         return ArrowZSets(read_arrow, lambda rows, predicate: filter_arrow(session(spark), rows, predicate))
-    return SparkZSets(session(spark), read_spark)
+    return SparkZSets(session(spark), read_spark, read_arrow)
 
 
 def flush_order(plans: list[QueryPlan]) -> list[list[str]]:
@@ -123,7 +123,7 @@ class Runner:
         return end
 
     def _state_tables(self, plans) -> list[str]:
-        names = [v.id for v in catalog.distinct_views(plans)]
+        names = catalog.shared_tables(plans)
         for plan in plans:
             names += [gold_table(plan.name), changes_table(plan.name)]
             names += list(state_tables(plan)) + list(window_tables(plan))

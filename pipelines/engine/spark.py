@@ -21,16 +21,22 @@ def _data_columns(frame: DataFrame) -> list[str]:
 
 
 class SparkZSets:
-    """:class:`pipelines.engine.zsets.ZSetEngine` on Spark; ``read`` gives a state table's frame."""
+    """:class:`pipelines.engine.zsets.ZSetEngine` on Spark; ``read`` gives a state table's frame,
+    ``read_arrow`` the same table as Arrow."""
 
     name = "spark"
 
-    def __init__(self, spark: SparkSession, read: Callable[[str], DataFrame]) -> None:
+    def __init__(self, spark: SparkSession, read: Callable[[str], DataFrame],
+                 read_arrow: Callable[[str], pa.Table]) -> None:
         self.spark = spark
         self._read = read
+        self._read_arrow = read_arrow
 
     def read(self, table: str) -> DataFrame:
         return self._read(table)
+
+    def arrow(self, table: str) -> pa.Table:
+        return self._read_arrow(table)
 
     def from_arrow(self, table: pa.Table) -> DataFrame:
         if table.num_rows == 0:   # an empty frame keeps its schema

@@ -9,6 +9,7 @@ order, each commit carrying the batch's app transaction so a re-run skips what a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Callable
 
 import pyarrow as pa
@@ -22,6 +23,7 @@ from .. import catalog
 from ..lake import BatchRecord, changes_table, gold_table
 from ..storage import TableStore, Txn
 from .bgp import QueryMaintainer
+from .paths import path_changes
 from .views import compute_view_changes, probe_arrow, probe_spark
 from .zsets import ZSetEngine, binding_schema
 
@@ -83,6 +85,7 @@ class Step:
 
     views: list[ViewDef]
     view_deltas: dict[str, pa.Table]
+    path_deltas: dict[str, pa.Table]            # path views' and reach tables' changes (non-empty)
     noops: int
     state: dict[str, dict[str, pa.Table]]       # per query: its partial-embedding and bag changes
     gold: dict[str, pa.Table]                   # per query: its answer change
@@ -94,6 +97,7 @@ class Step:
         """Every non-empty table change with its key columns (views, owned state, gold)."""
         out = {v.id: (self.view_deltas[v.id], list(v.columns)) for v in self.views
                if self.view_deltas[v.id].num_rows}
+        out.update({t: (rows, [c for c in rows.column_names if c != MULT]) for t, rows in self.path_deltas.items()})
         for name, tables in self.state.items():
             out.update({t: (rows, [c for c in rows.column_names if c != MULT])
                         for t, rows in tables.items() if rows.num_rows})
@@ -107,14 +111,17 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan]) -> Step:
     """Apply ``messages`` (``seq``, ``op``, ``s``, ``p``, ``o``) to the views of ``plans`` and run
     their delta rules on engine ``z``; nothing is written."""
     if not plans:
-        return Step([], {}, 0, {}, {})
+        return Step([], {}, {}, 0, {}, {})
     views = catalog.distinct_views(plans)
     if z.name == "arrow":
         probed = probe_arrow(messages, views, lambda v: z.read(v.id), z.where)
     else:
         probed = probe_spark(z.from_arrow(messages), views, lambda v: z.read(v.id))
     changes = compute_view_changes(probed, views)
-    delta_frames = {v: z.from_arrow(t) for v, t in changes.deltas.items() if t.num_rows}
+    path_views = catalog.distinct_paths(plans)
+    paths = path_changes(path_views, cache(z.arrow), changes.deltas)
+    joined = {**changes.deltas, **{p.id: paths[p.id] for p in path_views if p.id in paths}}
+    delta_frames = {v: z.from_arrow(t) for v, t in joined.items() if t.num_rows}
     maintainers = [QueryMaintainer(plan, z) for plan in plans]
     outputs, schemas = {}, {}
     for m in maintainers:
@@ -124,7 +131,7 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan]) -> Step:
     deltas = {m.plan.name: m.delta({k: results[(m.plan.name, k)] for k in m.schemas()}) for m in maintainers}
     state = {m.plan.name: deltas[m.plan.name].state for m in maintainers}
     gold = {m.plan.name: unbind_stamps(m.plan, deltas[m.plan.name].gold) for m in maintainers}
-    return Step(views, changes.deltas, len(changes.noop_seqs), state, gold)
+    return Step(views, changes.deltas, paths, len(changes.noop_seqs), state, gold)
 
 
 def commit(store: TableStore, changed: dict[str, tuple[pa.Table, list[str]]], changes: dict[str, pa.Table],

@@ -41,6 +41,10 @@ class ZSetEngine(Protocol, Generic[Frame]):
     def read(self, table: str) -> Frame:
         """A state table as it was when the batch started (the versions the batch log recorded)."""
 
+    def arrow(self, table: str) -> pa.Table:
+        """A state table as it was when the batch started, as Arrow in this process (for the path
+        operator, whose rounds on small frontiers would cost a Spark job each)."""
+
     def from_arrow(self, table: pa.Table) -> Frame:
         """An Arrow Z-set (a view's change, say) as a frame."""
 
