@@ -10,7 +10,7 @@ from views.path_views import PathDef
 from views.plan import QueryPlan, ViewDef
 
 from .lake import (QUERIES, background_table, bag_table, buffer_table, changes_table, gold_table, now, pe_table,
-                   progress_table, windows_table)
+                   progress_table, sums_table, windows_table)
 from .storage import TableStore
 
 
@@ -67,7 +67,7 @@ def shared_tables(plans: list[QueryPlan]) -> list[str]:
 
 def owned_tables(plan: QueryPlan) -> list[str]:
     """Every table named after the query (the ones unregistering removes)."""
-    names = [gold_table(plan.name), changes_table(plan.name), bag_table(plan.name)]
+    names = [gold_table(plan.name), changes_table(plan.name), bag_table(plan.name), sums_table(plan.name)]
     names += [pe_table(plan.name, i) for i in range(len(plan.components))]
     names += [buffer_table(plan.name), background_table(plan.name), progress_table(plan.name),
               windows_table(plan.name)]

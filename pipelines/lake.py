@@ -49,6 +49,11 @@ def bag_table(query: str) -> str:
     return f"pe_{query}_bag"
 
 
+def sums_table(query: str) -> str:
+    """An aggregate query's running sums (:mod:`views.running`)."""
+    return f"pe_{query}_sums"
+
+
 def buffer_table(query: str) -> str:
     """A windowed query's messages that a future window still needs."""
     return f"w_{query}_buffer"

@@ -56,7 +56,8 @@ def test_bad_option_is_one_line_and_non_zero(capsys):
 def test_smoke_three_systems_agree_and_outputs_exist(spark, tmp_path):
     out = tmp_path / "results"
     config = Config(scales=[1], departments=1, batch_sizes=[30], batches=2, warmup=0, floor_batches=1,
-                    queries=[QUERY_DIR / "q6.rq", QUERY_DIR / "product.rq"], out=out, work=tmp_path / "work")
+                    queries=[QUERY_DIR / "q6.rq", QUERY_DIR / "product.rq", QUERY_DIR / "courses.rq"], out=out,
+                    work=tmp_path / "work")
     records = run_benchmark(config, spark, log=lambda _line: None)  # raises if the systems disagree
     batches = [r for r in records if r["kind"] == "batch"]
     assert sorted((r["system"], r["batch"]) for r in batches) == sorted(

@@ -23,6 +23,8 @@ QUERIES = {
     # aggregate state: the touched groups' rows are read, old answer rows retracted, new ones inserted
     "counted": "SELECT ?x (COUNT(?y) AS ?n) (MIN(?y) AS ?first) WHERE { ?x ex:knows ?y } GROUP BY ?x "
                "HAVING (COUNT(?y) > 1)",
+    # running sums (one group, linear aggregates): the sums' row is replaced, never the bag re-read
+    "summed": "SELECT (COUNT(*) AS ?n) (SUM(?a) AS ?total) (AVG(?a) AS ?mean) WHERE { ?x ex:age ?a }",
     # a property path: the batch changes its witness forest (reach) and its pairs after its walk
     "reach": "SELECT ?x ?y WHERE { ?x (ex:knows|^ex:likes)+ ?y . ?y ex:type ex:Person }",
     # a chain of windowed queries: each window's constructed triples go to bronze (once) and feed

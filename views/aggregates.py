@@ -23,6 +23,8 @@ from .model import And, Expr
 
 #: The set functions, as SPARQL spells them.
 FUNCTIONS = ("COUNT", "SUM", "AVG", "MIN", "MAX", "SAMPLE", "GROUP_CONCAT")
+#: The linear ones: a group's value is a function of sums over its rows.
+LINEAR = ("COUNT", "SUM", "AVG")
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,13 @@ class Aggregation:
     keys: tuple[Computed, ...] = ()
     computed: tuple[Computed, ...] = ()
     distinct: bool = False
+    running: bool = False       # kept as running sums (views.running), not recomputed from the bag
+
+    @property
+    def linear(self) -> bool:
+        """Whether the aggregation can be kept as running sums: one group (no GROUP BY), and only
+        COUNT, SUM and AVG, none with DISTINCT (:mod:`views.running`)."""
+        return not self.group_by and all(c.function in LINEAR and not c.distinct for c in self.calls)
 
     @property
     def plain_keys(self) -> tuple[str, ...]:
@@ -133,10 +142,11 @@ class Aggregation:
 
         return cls(group_by=tuple(data["group_by"]), calls=tuple(AggregateCall(**c) for c in data["calls"]),
                    having_sql=data["having_sql"], keys=computed(data.get("keys", [])),
-                   computed=computed(data.get("computed", [])), distinct=data.get("distinct", False))
+                   computed=computed(data.get("computed", [])), distinct=data.get("distinct", False),
+                   running=data.get("running", False))
 
-    def explain(self, bag: str) -> list[str]:
-        """Lines for ``lakegraph explain``: the groups, the state table and how a batch runs (HAVING
+    def explain(self, bag: str, sums: str) -> list[str]:
+        """Lines for ``lakegraph explain``: the groups, the state tables and how a batch runs (HAVING
         is the plan's to show, with its other filters)."""
         by = " ".join(f"?{v}" for v in self.group_by)
         lines = ["aggregation: " + (f"GROUP BY {by}" if by else "one group (no GROUP BY)")]
@@ -145,17 +155,21 @@ class Aggregation:
         lines += [f"  ?{c.name} = {form_text(c.form)} (from the answer row)" for c in self.computed]
         if self.distinct:
             lines.append("  DISTINCT: equal answer rows of different groups merge")
-        read = ("the groups its changes touch" if self.touched_by else "the whole bag") if by else "the one group"
         lines += [f"  value index: {bag} (the variables keys read and aggregated variables, with multiplicities:",
-                  "    the BGP's projected bag, kept by the delta plan above)",
-                  f"  a batch reads the rows of {read}, computes the answers before and after",
-                  "    from them, and changes gold by retracting each old answer row and inserting the new one"]
-        return lines
+                  "    the BGP's projected bag, kept by the delta plan above)"]
+        if self.running:
+            return lines + [f"  running sums: {sums} (counts and exact sums, one row): a batch folds its change",
+                            "    into them and changes gold by retracting the old answer row and inserting the new one"]
+        read = ("the groups its changes touch" if self.touched_by else "the whole bag") if by else "the one group"
+        return lines + [f"  a batch reads the rows of {read}, computes the answers before and after",
+                        "    from them, and changes gold by retracting each old answer row and inserting the new one"]
 
 
-def aggregation_plan(grouping: Grouping) -> Aggregation:
-    """The plan form of a parsed grouping (HAVING compiled over the answer columns)."""
+def aggregation_plan(grouping: Grouping, windowed: bool = False) -> Aggregation:
+    """The plan form of a parsed grouping (HAVING compiled over the answer columns); a linear one
+    over the whole graph keeps running sums (a windowed query's group is recomputed per window)."""
     plan = Aggregation(grouping.group_by, grouping.calls, None, grouping.keys, grouping.computed, grouping.distinct)
+    plan = replace(plan, running=plan.linear and not windowed)
     if not grouping.having:
         return plan
     having = grouping.having[0] if len(grouping.having) == 1 else And(grouping.having)

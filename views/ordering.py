@@ -1,7 +1,8 @@
 """A total order of RDF terms that extends SPARQL's ORDER BY order, for MIN, MAX, SAMPLE and the
 order of GROUP_CONCAT's values.
 
-SPARQL fixes only part of it: blank nodes < IRIs < literals, and among literals the ``<`` operator
+SPARQL fixes only part of it: blank nodes < IRIs (by their text, without the angle brackets of the
+N-Triples spelling) < literals, and among literals the ``<`` operator
 where it is defined (numbers by value across their types, strings by code point, booleans,
 dateTimes). Everything else is left to the implementation, and an aggregate maintained over a
 stream needs an order that is total and transitive, so that a group's minimum is the same whatever
@@ -29,7 +30,7 @@ def order_key(term: str) -> tuple[Any, ...]:
     if term.startswith("_:"):
         return (0, term)
     if term.startswith("<"):
-        return (1, term)
+        return (1, term[1:-1])          # by the IRI's text: <x/C10> after <x/C1>, as SPARQL has it
     kind = const_kind(term)
     lexical, lang, datatype = split_literal(term)
     if kind == "num":

@@ -215,7 +215,7 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: 
         views=tuple({v.id: v for v in all_views}.values()), components=components,
         filter_sql=_sql(spanning, set(query.variables)), streams=query.streams, graphs=query.graphs,
         lateness_ms=lateness_ms, output_stream=output,
-        aggregation=aggregation_plan(query.grouping) if query.grouping else None,
+        aggregation=aggregation_plan(query.grouping, scope is not None) if query.grouping else None,
         paths=tuple({p.id: p for p, _ in views if isinstance(p, PathDef)}.values()),
         template=tuple(tuple(f"?{n.name}" if isinstance(n, Var) else n for _, n in t.nodes()) for t in query.template))
 
@@ -347,7 +347,7 @@ def explain(plan: QueryPlan) -> str:
     else:
         lines.append("  partial embeddings: none (a single subquery: its embeddings are the answers)")
     if plan.aggregation:
-        lines += ["  " + line for line in plan.aggregation.explain(f"pe_{plan.name}_bag")]
+        lines += ["  " + line for line in plan.aggregation.explain(f"pe_{plan.name}_bag", f"pe_{plan.name}_sums")]
         if plan.aggregation.having_sql:
             lines.append(f"    HAVING (on the answer rows): {_abridged(plan.aggregation.having_sql)}")
     if plan.distinct or plan.form == "ask":

@@ -52,6 +52,12 @@ def answer_row(aggregation: Aggregation, group: tuple, rows: Rows) -> dict[str, 
         if call.distinct:
             values = Counter(dict.fromkeys(values, 1))
         row[call.name] = _FUNCTIONS[call.function](values, call.separator)
+    return with_computed(aggregation, row)
+
+
+def with_computed(aggregation: Aggregation, row: dict[str, str | None]) -> dict[str, str | None]:
+    """``row`` (keys and aggregate values) with the computed columns added, each of which may read
+    the ones before it."""
     for computed in aggregation.computed:
         row[computed.name] = evaluate(computed.form, row)
     return row

@@ -18,19 +18,24 @@ without re-reading views. One step (a batch, or a window):
 Without GROUP BY the one group answers even when nothing matches (COUNT 0). Registration writes
 that row over the whole graph; a windowed query starts with empty gold, so each of its window
 steps touches the group and retracts an old row only when gold holds one.
+
+A query over the whole graph without GROUP BY whose aggregates are all linear (COUNT, SUM, AVG)
+keeps running sums instead (:mod:`views.running`, one row of ``pe_<query>_sums``): a step reads
+that row, folds the bag's change into it, and replaces it, so it never reads the bag.
 """
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import pyarrow as pa
 
 from schemas.tables import MULT
 from views.plan import QueryPlan
+from views.running import Running, running_of
 from views.set_functions import answer_row
 
-from ..lake import bag_table, gold_table
+from ..lake import bag_table, gold_table, sums_table
 from .arrow import consolidate
 from .zsets import ZSetEngine, binding_schema
 
@@ -40,6 +45,10 @@ Frame = Any   # an engine's frame (Spark DataFrame or Arrow table)
 OLD_ROWS = "aggregate_rows"
 #: Output key (no GROUP BY): gold's rows as a zero-column Z-set, whether the group has answered.
 ANSWERED = "aggregate_answered"
+#: Output key (running sums): their row before the step.
+SUMS = "aggregate_sums"
+#: The running sums' one column.
+STATE = "state"
 
 
 class AggregateOperator:
@@ -55,7 +64,8 @@ class AggregateOperator:
 
     def schemas(self) -> dict[str, pa.Schema]:
         """The schemas of the outputs :meth:`outputs` adds besides the bag's change."""
-        return {OLD_ROWS: binding_schema(self.plan.bag_columns), ANSWERED: binding_schema(())}
+        return {OLD_ROWS: binding_schema(self.plan.bag_columns), ANSWERED: binding_schema(()),
+                SUMS: binding_schema((STATE,))}
 
     def outputs(self, bag_delta: Frame | None) -> dict[str, Frame]:
         """The bag's change and what the answer change needs (lazy on Spark); nothing when the
@@ -63,8 +73,10 @@ class AggregateOperator:
         plan, z, group_by = self.plan, self.z, self.aggregation.group_by
         if bag_delta is None and not self.always:
             return {}
-        bag = z.read(bag_table(plan.name))
         out = {} if bag_delta is None else {bag_table(plan.name): bag_delta}
+        if self.aggregation.running:
+            return {**out, SUMS: z.read(sums_table(plan.name))}
+        bag = z.read(bag_table(plan.name))
         if group_by and self.aggregation.touched_by:
             out[OLD_ROWS] = z.semijoin(bag, bag_delta, self.aggregation.touched_by)
         elif group_by:
@@ -74,13 +86,16 @@ class AggregateOperator:
             out[ANSWERED] = z.consolidate(z.read(gold_table(plan.name)), ())
         return out
 
-    def answer_change(self, results: Mapping[str, pa.Table]) -> pa.Table:
-        """The answer change from the collected outputs (keyed as :meth:`outputs` keys them)."""
+    def answer_change(self, results: Mapping[str, pa.Table]) -> tuple[pa.Table, dict[str, pa.Table]]:
+        """The answer change from the collected outputs (keyed as :meth:`outputs` keys them), and
+        the change of the running sums, if kept."""
         delta, old = results[bag_table(self.plan.name)], results[OLD_ROWS]
+        if self.aggregation.running:       # no change: no answer change (the row is gold's since registration)
+            return self._running_change(results[SUMS], delta) if delta.num_rows else (self._answers([]), {})
         before = self._groups(old)
         after = self._groups(pa.concat_tables([old, delta.cast(old.schema)]))
         if self.aggregation.distinct:
-            return self._support_change(before, after)
+            return self._support_change(before, after), {}
         touched = set(self._groups(delta))
         answered = True
         if not self.aggregation.group_by:
@@ -91,17 +106,36 @@ class AggregateOperator:
             if answered:
                 signed.append((answer_row(self.aggregation, group, before.get(group, {})), -1))
             signed.append((answer_row(self.aggregation, group, after.get(group, {})), 1))
-        return self._answers(signed)
+        return self._answers(signed), {}
 
-    def answers(self, bag: pa.Table) -> pa.Table:
-        """Every group's answer row from the whole bag (a delta from nothing: the backfill)."""
+    def answers(self, bag: pa.Table) -> tuple[pa.Table, dict[str, pa.Table]]:
+        """Every group's answer row from the whole bag (a delta from nothing: the backfill), and the
+        running sums' row, if kept."""
+        if self.aggregation.running:
+            return self._running_change(binding_schema((STATE,)).empty_table(), bag)
         groups = self._groups(bag)
         if not self.aggregation.group_by:
             groups.setdefault((), Counter())
         if self.aggregation.distinct:
-            return self._support_change({}, groups)
+            return self._support_change({}, groups), {}
         return self._answers([(answer_row(self.aggregation, g, rows), 1)
-                              for g, rows in sorted(groups.items(), key=_first)])
+                              for g, rows in sorted(groups.items(), key=_first)]), {}
+
+    def _running_change(self, state: pa.Table, delta: pa.Table) -> tuple[pa.Table, dict[str, pa.Table]]:
+        """The one group's answer change from the running sums (``state``: none, or one row) and the
+        bag's change, and the sums' change: the old row retracted, the new one inserted."""
+        old = state[STATE][0].as_py() if state.num_rows else None
+        rows: Counter = Counter()
+        for key, mult in self._keyed(delta):
+            rows[key] += mult
+        after = running_of(self.aggregation, rows, old)
+        new = after.text()
+        signed = [(after.answer_row(self.aggregation), 1)]
+        if old is not None:
+            signed.append((Running.from_text(old).answer_row(self.aggregation), -1))
+        sums = [{STATE: text, MULT: sign} for text, sign in ((old, -1), (new, 1)) if text is not None and old != new]
+        schema = binding_schema((STATE,))
+        return self._answers(signed), {sums_table(self.plan.name): pa.Table.from_pylist(sums, schema=schema)}
 
     def _support_change(self, before: dict[tuple, Counter], after: dict[tuple, Counter]) -> pa.Table:
         """SELECT DISTINCT over groups (the whole bag read): the rows that appear, +1, and those
@@ -121,13 +155,18 @@ class AggregateOperator:
         """Bag rows by group: each group's input tuples with their (positive) multiplicities."""
         aggregation = self.aggregation
         inputs = aggregation.inputs
-        keys = list(zip(*(rows[c].to_pylist() for c in inputs))) if inputs else [()] * rows.num_rows
         positions = [inputs.index(v) for v in aggregation.group_by] if not aggregation.keys else []
         groups: dict[tuple, Counter] = defaultdict(Counter)
-        for key, mult in zip(keys, rows[MULT].to_pylist()):
+        for key, mult in self._keyed(rows):
             group = aggregation.group_of(dict(zip(inputs, key))) if aggregation.keys else tuple(key[i] for i in positions)
             groups[group][key] += mult
         return {group: +counter for group, counter in groups.items()}
+
+    def _keyed(self, rows: pa.Table) -> Iterator[tuple[tuple, int]]:
+        """Bag rows as (tuple of the aggregation's inputs, multiplicity)."""
+        inputs = self.aggregation.inputs
+        keys = list(zip(*(rows[c].to_pylist() for c in inputs))) if inputs else [()] * rows.num_rows
+        return zip(keys, rows[MULT].to_pylist())
 
     def _answers(self, signed: list[tuple[dict | None, int]]) -> pa.Table:
         """Signed answer rows (None: a group with no row) through HAVING and SELECT's projection,

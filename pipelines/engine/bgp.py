@@ -25,8 +25,8 @@ import pyarrow as pa
 from schemas.tables import MULT
 from views.plan import Component, QueryPlan
 
-from ..lake import bag_table, pe_table
-from .aggregates import AggregateOperator
+from ..lake import bag_table, pe_table, sums_table
+from .aggregates import STATE, AggregateOperator
 from .zsets import ZSetEngine, binding_schema
 
 Frame = Any   # an engine's frame (Spark DataFrame or Arrow table)
@@ -49,6 +49,8 @@ def state_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
             owned[pe_table(plan.name, i)] = binding_schema(component.variables)
     if is_distinct(plan) or plan.aggregation:
         owned[bag_table(plan.name)] = binding_schema(plan.bag_columns)
+    if plan.aggregation and plan.aggregation.running:
+        owned[sums_table(plan.name)] = binding_schema((STATE,))
     return owned
 
 
@@ -165,9 +167,14 @@ class QueryMaintainer:
         out[GOLD] = z.support_delta(projected, z.read(bag_table(plan.name)), plan.projection)
         return out
 
-    def answer_change(self, results: Mapping[str, pa.Table]) -> pa.Table:
-        """The answer change from this query's collected outputs (keyed as :meth:`schemas`)."""
-        return self.aggregate.answer_change(results) if self.aggregate is not None else results[GOLD]
+    def delta(self, results: Mapping[str, pa.Table]) -> QueryDelta:
+        """The batch's state and answer changes from this query's collected outputs (keyed as
+        :meth:`schemas`); an aggregate operator adds the state it computes from them."""
+        state = {t: results[t] for t in self.tables()}
+        if self.aggregate is None:
+            return QueryDelta(state, results[GOLD])
+        gold, computed = self.aggregate.answer_change(results)
+        return QueryDelta({**state, **computed}, gold)
 
     def full(self) -> QueryDelta:
         """The query's whole state and answers from the views (a delta from empty): the backfill
@@ -185,8 +192,8 @@ class QueryMaintainer:
         schema = binding_schema(plan.bag_columns)
         bag = z.collect({GOLD: project(z, plan, rows)}, {GOLD: schema})[GOLD]
         if self.aggregate is not None:
-            state[bag_table(plan.name)] = bag
-            return QueryDelta(state, self.aggregate.answers(bag))
+            gold, computed = self.aggregate.answers(bag)
+            return QueryDelta({**state, bag_table(plan.name): bag, **computed}, gold)
         if not is_distinct(plan):
             return QueryDelta(state, bag)
         state[bag_table(plan.name)] = bag

@@ -128,9 +128,9 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan]) -> Step:
         outputs.update({(m.plan.name, key): frame for key, frame in m.outputs(delta_frames).items()})
         schemas.update({(m.plan.name, key): schema for key, schema in m.schemas().items()})
     results = z.collect(outputs, schemas)
-    state = {m.plan.name: {t: results[(m.plan.name, t)] for t in m.tables()} for m in maintainers}
-    gold = {m.plan.name: unbind_stamps(m.plan, m.answer_change({k: results[(m.plan.name, k)] for k in m.schemas()}))
-            for m in maintainers}
+    deltas = {m.plan.name: m.delta({k: results[(m.plan.name, k)] for k in m.schemas()}) for m in maintainers}
+    state = {m.plan.name: deltas[m.plan.name].state for m in maintainers}
+    gold = {m.plan.name: unbind_stamps(m.plan, deltas[m.plan.name].gold) for m in maintainers}
     return Step(views, changes.deltas, paths, len(changes.noop_seqs), state, gold)
 
 
