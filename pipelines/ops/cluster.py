@@ -1,0 +1,102 @@
+"""A standalone Spark cluster on this machine, from the launcher that ships with PySpark.
+
+PySpark's wheel has no ``sbin/start-master.sh``, but it has ``bin/spark-class``, which runs the
+standalone Master and Worker daemons: enough for a master and a few workers, each a JVM of its own,
+so that lakegraph's Spark path (``--master spark://...``, executors in other processes, the Delta
+jars shipped to them) runs as on a real cluster. Used by the cluster test and the benchmark; by
+hand::
+
+    python -m pipelines.ops.cluster --workers 2      # prints the master URL, Ctrl-C stops it
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pyspark
+
+
+class ClusterError(RuntimeError):
+    """The cluster did not come up (the message names the daemon's log)."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _daemon(cls: str, args: list[str], log: Path) -> subprocess.Popen:
+    home = os.path.dirname(pyspark.__file__)
+    env = {**os.environ, "SPARK_HOME": home}
+    with open(log, "wb") as out:
+        return subprocess.Popen([os.path.join(home, "bin", "spark-class"), cls, *args], env=env,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _alive_workers(ui: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as page:
+            return sum(w.get("state") == "ALIVE" for w in json.load(page).get("workers", []))
+    except OSError:
+        return 0
+
+
+@contextmanager
+def standalone_cluster(logs: Path, workers: int = 2, cores: int = 1, memory: str = "1g",
+                       timeout: float = 180) -> Iterator[str]:
+    """A master and ``workers`` workers (``cores`` and ``memory`` each) while the block runs; yields
+    the master URL. Daemon logs go to ``logs``."""
+    logs.mkdir(parents=True, exist_ok=True)
+    port, ui = _free_port(), _free_port()
+    master = f"spark://127.0.0.1:{port}"
+    daemons = [_daemon("org.apache.spark.deploy.master.Master",
+                       ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)], logs / "master.log")]
+    try:
+        for i in range(workers):
+            daemons.append(_daemon("org.apache.spark.deploy.worker.Worker",
+                                   [master, "--host", "127.0.0.1", "--cores", str(cores), "--memory", memory,
+                                    "--webui-port", str(_free_port()), "--work-dir", str(logs / f"worker{i}")],
+                                   logs / f"worker{i}.log"))
+        deadline = time.monotonic() + timeout
+        while _alive_workers(ui) < workers:
+            if time.monotonic() > deadline or any(d.poll() is not None for d in daemons):
+                raise ClusterError(f"the standalone cluster did not start within {timeout:.0f} s (logs: {logs})")
+            time.sleep(1)
+        yield master
+    finally:
+        for daemon in daemons:
+            daemon.terminate()
+        for daemon in daemons:
+            try:
+                daemon.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m pipelines.ops.cluster", description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--cores", type=int, default=1, help="cores per worker")
+    parser.add_argument("--memory", default="1g", help="memory per worker")
+    parser.add_argument("--logs", default="cluster-logs", help="folder of the daemons' logs")
+    args = parser.parse_args()
+    with standalone_cluster(Path(args.logs), args.workers, args.cores, args.memory) as master:
+        print(master, flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
