@@ -321,8 +321,13 @@ class _Parser:
                     computed.append(Computed(name, self._form(self.expr(expr, scope), keyword("AS"))))
                 known.add(name)
             projection.append(name)
-        having = [traverse(simplify_expression(c), visitPost=column_of)
-                  for c in (node.having.condition if node.having else [])]
+        raw = [simplify_expression(c) for c in (node.having.condition if node.having else [])]
+        for free in (str(v) for c in raw for v in _tree_variables(c)):
+            if free in known - set(group_by):
+                raise self.refuse(f"HAVING uses ?{free}, which SELECT names with AS: SPARQL evaluates HAVING "
+                                  "before SELECT's expressions, so there it is unbound; repeat the aggregate "
+                                  "instead, e.g. HAVING (COUNT(?x) > 1)", keyword("HAVING"))
+        having = [traverse(c, visitPost=column_of) for c in raw]
         scope = set(group_by) | {c.name for c in calls}
         terms = _fresh_names(used | known | scope, "_e")
 
