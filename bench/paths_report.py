@@ -5,13 +5,12 @@ Everything in the report is computed from the records, so it can be rebuilt from
 """
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-from .report import _table, quantile
+from .report import _table, quantile, rebuild, write_markdown
 from .windows_report import _machine, _one
 
 #: The issue's target: edges per second at batches of 1% of a 1M-edge graph, and the ratio to
@@ -171,13 +170,8 @@ def markdown(records: list[dict]) -> str:
 
 def write_report(records: list[dict], out: Path) -> Path:
     """Write ``paths.md`` in ``out``; returns its path."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "paths.md"
-    path.write_text(markdown(records), encoding="utf-8")
-    return path
+    return write_markdown(out, "paths.md", markdown(records))
 
 
 if __name__ == "__main__":
-    source = Path(sys.argv[1])
-    rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
-    print(write_report(rows, source.parent))
+    rebuild(write_report, sys.argv)
