@@ -206,6 +206,7 @@ def run(settings: Settings, spark: SparkSession, work: Path, command: str, log: 
     config = {k: str(v) if isinstance(v, Path) else v for k, v in settings.__dict__.items() if k != "work"}
     records.add({"kind": "config", **config, "command": command, "edges": edges,
                  "queries": {q.name: q.text.splitlines()[-1] for q in queries}})
+    records.add({"kind": "machine", **machine_info(spark)})
     log(f"graph: {edges:,} edges; {len(batches)} batches")
     lake, ox, sp = Lakegraph(spark, work / "lake"), Oxigraph(), SparkClosure(spark, work / "spark")
     for system in (lake, ox, sp):
@@ -241,7 +242,6 @@ def run(settings: Settings, spark: SparkSession, work: Path, command: str, log: 
             records.add({"kind": "state", "after": batch.path.name, "size": batch.size,
                          "delete_ratio": batch.delete_ratio, "edges": batch.edges_after, "paths": state_rows(lake)})
     records.add({"kind": "answers", **{q.name: sum(ox.answers(q.name).values()) for q in queries}})
-    records.add({"kind": "machine", **machine_info(spark)})
     records.add({"kind": "elapsed", "seconds": time.perf_counter() - started})
     for system in (lake, ox, sp):
         system.close()
