@@ -151,7 +151,8 @@ def markdown(records: list[dict]) -> str:
     lines = ["# lakegraph streaming property paths (issue 12's benchmark)", "",
              "`" + config["command"] + "`, " + (f"{elapsed['seconds'] / 60:.1f} minutes in all." if elapsed else
                                                 "**stopped before the end**: what it measured until then."), "",
-             _machine(records) if _last(records, "machine") else "Machine: not recorded.", "",
+             (_machine(records) + f" lakegraph at commit {_last(records, 'machine').get('commit', 'unrecorded')}."
+              if _last(records, "machine") else "Machine: not recorded."), "",
              *_setting(config, records), "",
              "## Throughput and latency, all eleven queries", "",
              *_throughput(records), "",
