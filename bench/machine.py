@@ -5,6 +5,7 @@ import os
 import platform
 import subprocess
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -30,6 +31,19 @@ def _java() -> str:
     return (out.stderr or out.stdout).splitlines()[0] if (out.stderr or out.stdout) else "unknown"
 
 
+def _commit() -> str:
+    """The checkout's commit (with ``+`` when files differ from it): which code the figures measure."""
+    try:
+        here = Path(__file__).parent
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True,
+                              timeout=30).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return (head + ("+" if dirty else "")) or "unknown"
+
+
 def _version(package: str) -> str:
     try:
         return version(package)
@@ -44,6 +58,6 @@ def machine_info(spark: SparkSession) -> dict:
         "cores": os.cpu_count(), "memory_bytes": _memory_bytes(), "platform": platform.platform(),
         "cpu": platform.processor() or platform.machine(), "python": platform.python_version(),
         "java": _java(), "versions": {p: _version(p) for p in PACKAGES},
-        "spark_master": spark.sparkContext.master, "spark_driver_memory": conf.get("spark.driver.memory", "default"),
+        "commit": _commit(), "spark_master": spark.sparkContext.master, "spark_driver_memory": conf.get("spark.driver.memory", "default"),
         "spark_shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
     }

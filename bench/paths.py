@@ -26,9 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -45,7 +43,7 @@ from views.paths import PathPattern, path_text
 from .__main__ import _Parser, _ints, _positive, _ratio
 from .lubm import MessageWriter, write_ntriples
 from .machine import machine_info
-from .runner import QUERY_DIR, RESULTS_DIR, Disagreement, Records, check
+from .runner import QUERY_DIR, RESULTS_DIR, Records, check, run_command
 from .snb import SocialGraph
 from .systems import BatchTiming, BenchQuery, Lakegraph, Oxigraph, SparkRecompute, bgp_sql
 
@@ -208,6 +206,7 @@ def run(settings: Settings, spark: SparkSession, work: Path, command: str, log: 
     config = {k: str(v) if isinstance(v, Path) else v for k, v in settings.__dict__.items() if k != "work"}
     records.add({"kind": "config", **config, "command": command, "edges": edges,
                  "queries": {q.name: q.text.splitlines()[-1] for q in queries}})
+    records.add({"kind": "machine", **machine_info(spark)})
     log(f"graph: {edges:,} edges; {len(batches)} batches")
     lake, ox, sp = Lakegraph(spark, work / "lake"), Oxigraph(), SparkClosure(spark, work / "spark")
     for system in (lake, ox, sp):
@@ -243,7 +242,6 @@ def run(settings: Settings, spark: SparkSession, work: Path, command: str, log: 
             records.add({"kind": "state", "after": batch.path.name, "size": batch.size,
                          "delete_ratio": batch.delete_ratio, "edges": batch.edges_after, "paths": state_rows(lake)})
     records.add({"kind": "answers", **{q.name: sum(ox.answers(q.name).values()) for q in queries}})
-    records.add({"kind": "machine", **machine_info(spark)})
     records.add({"kind": "elapsed", "seconds": time.perf_counter() - started})
     for system in (lake, ox, sp):
         system.close()
@@ -287,30 +285,17 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(scale=args.scale, batch_sizes=args.batch_sizes, delete_ratios=args.delete_ratios,
                         batches=args.batches, warmup=args.warmup, spark_batches=args.spark_batches, seed=args.seed,
                         out=args.out, work=args.work, master=args.master)
-    work = settings.work or Path(tempfile.mkdtemp(prefix="lakegraph-paths-"))
-    log = lambda line: print(line, file=sys.stderr, flush=True)   # noqa: E731
-    try:
+    command = " ".join(["python -m bench.paths", *(sys.argv[1:] if argv is None else argv)])
+
+    def body(work: Path, log: Callable[[str], None]) -> Path:
         from pipelines.spark import get_spark
 
         from .paths_report import write_report
 
         spark = get_spark(settings.master, app_name="lakegraph-bench-paths", jvm_log=str(work / "spark.log"))
-        command = " ".join(["python -m bench.paths", *(sys.argv[1:] if argv is None else argv)])
-        print(write_report(run(settings, spark, work, command, log), settings.out))
-    except KeyboardInterrupt:
-        print("bench.paths: interrupted", file=sys.stderr)
-        return 130
-    except Disagreement as exc:
-        print(f"bench.paths: disagreement: {exc}", file=sys.stderr)
-        return 1
-    except Exception as exc:  # one readable line
-        first = str(exc).strip().splitlines()
-        print(f"bench.paths: error: {type(exc).__name__}: {first[0] if first else ''}", file=sys.stderr)
-        return 1
-    finally:
-        if settings.work is None:
-            shutil.rmtree(work, ignore_errors=True)
-    return 0
+        return write_report(run(settings, spark, work, command, log), settings.out)
+
+    return run_command("bench.paths", settings.work, "lakegraph-paths-", body)
 
 
 if __name__ == "__main__":

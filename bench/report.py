@@ -7,10 +7,11 @@ the apply plus every evaluation). Updates per second are batch size over end-to-
 """
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 SYSTEMS = ("lakegraph", "recompute", "oxigraph")
 LABELS = {"lakegraph": "lakegraph (incremental)", "recompute": "Spark full recompute",
@@ -254,9 +255,22 @@ def plots(records: list[dict], out: Path) -> list[Path]:
                  "batch size (updates)", by_batch)]
 
 
+def write_markdown(out: Path, name: str, text: str) -> Path:
+    """Write a report ``name`` in ``out`` (made if missing); returns its path."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def rebuild(write: Callable[[list[dict], Path], Path], argv: list[str]) -> None:
+    """A report module's command line: ``write`` the report beside the raw records file ``argv[1]``."""
+    source = Path(argv[1])
+    rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+    print(write(rows, source.parent))
+
+
 def write_report(records: list[dict], out: Path) -> list[Path]:
     """``results.md`` and the plots in ``out``; returns the paths written."""
-    out.mkdir(parents=True, exist_ok=True)
-    md = out / "results.md"
-    md.write_text("# lakegraph benchmark results\n\n" + markdown(records), encoding="utf-8")
+    md = write_markdown(out, "results.md", "# lakegraph benchmark results\n\n" + markdown(records))
     return [md] + plots(records, out)

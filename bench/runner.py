@@ -66,6 +66,31 @@ class Disagreement(RuntimeError):
     """Two systems gave different answers: the run stops here."""
 
 
+def run_command(prog: str, work: Path | None, prefix: str,
+                body: Callable[[Path, Callable[[str], None]], Path]) -> int:
+    """A benchmark command: ``body(work, log)`` in ``work`` (a temporary directory, removed after,
+    when None), logging to stderr, then the report path it returns printed. Interruption, a
+    disagreement and any failure are one line on stderr and a non-zero exit status."""
+    folder = work or Path(tempfile.mkdtemp(prefix=prefix))
+    log = lambda line: print(line, file=sys.stderr, flush=True)   # noqa: E731
+    try:
+        print(body(folder, log))
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
+    except Disagreement as exc:
+        print(f"{prog}: disagreement: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # one readable line
+        first = str(exc).strip().splitlines()
+        print(f"{prog}: error: {type(exc).__name__}: {first[0] if first else ''}", file=sys.stderr)
+        return 1
+    finally:
+        if work is None:
+            shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
 class Records:
     """Raw figures, kept in memory and appended to ``results.jsonl`` as they come."""
 

@@ -28,9 +28,7 @@ import argparse
 import bisect
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections import Counter, defaultdict
 from contextlib import contextmanager
@@ -58,7 +56,7 @@ from .__main__ import _Parser, _ints, _positive
 from .lubm import Triple, generate
 from .machine import machine_info
 from .measure import commits
-from .runner import QUERY_DIR, RESULTS_DIR, Disagreement, Records
+from .runner import QUERY_DIR, RESULTS_DIR, Disagreement, Records, run_command
 from .systems import BenchQuery, _quads, bgp_sql
 from .windows_report import write_report
 
@@ -487,26 +485,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"bench.windows: error: {exc}", file=sys.stderr)
         return 2
-    work = settings.work or Path(tempfile.mkdtemp(prefix="lakegraph-windows-"))
-    log = lambda line: print(line, file=sys.stderr, flush=True)   # noqa: E731
-    try:
-        command = " ".join(["python -m bench.windows", *(sys.argv[1:] if argv is None else argv)])
-        records = run(settings, work, command, log)
-        print(write_report(records, settings.out))
-    except KeyboardInterrupt:
-        print("bench.windows: interrupted", file=sys.stderr)
-        return 130
-    except Disagreement as exc:
-        print(f"bench.windows: disagreement: {exc}", file=sys.stderr)
-        return 1
-    except Exception as exc:  # one readable line
-        first = str(exc).strip().splitlines()
-        print(f"bench.windows: error: {type(exc).__name__}: {first[0] if first else ''}", file=sys.stderr)
-        return 1
-    finally:
-        if settings.work is None:
-            shutil.rmtree(work, ignore_errors=True)
-    return 0
+    command = " ".join(["python -m bench.windows", *(sys.argv[1:] if argv is None else argv)])
+    return run_command("bench.windows", settings.work, "lakegraph-windows-",
+                       lambda work, log: write_report(run(settings, work, command, log), settings.out))
 
 
 if __name__ == "__main__":

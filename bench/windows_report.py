@@ -5,11 +5,10 @@ Everything in the report is computed from the records, so it can be rebuilt from
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
-from .report import _table
+from .report import _table, rebuild, write_markdown
 
 #: SPECTRA (Table 1, S-Inc row): thousands of triples per second, LUBM Q1..Q7, per tumbling window
 #: size in seconds; Java, in memory, one triple per event, Xeon E3-1246 v3 with 32 GB.
@@ -199,13 +198,8 @@ def markdown(records: list[dict]) -> str:
 
 def write_report(records: list[dict], out: Path) -> Path:
     """Write ``windows.md`` in ``out``; returns its path."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "windows.md"
-    path.write_text(markdown(records), encoding="utf-8")
-    return path
+    return write_markdown(out, "windows.md", markdown(records))
 
 
 if __name__ == "__main__":
-    source = Path(sys.argv[1])
-    rows = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
-    print(write_report(rows, source.parent))
+    rebuild(write_report, sys.argv)

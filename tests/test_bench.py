@@ -101,3 +101,37 @@ def test_window_benchmark_smoke_agrees_and_reports_bounded_state(tmp_path):
     assert "| 2 s |" in report and "| 4 s |" in report and "**bounded**" in report
     records = [json.loads(line) for line in (out / "windows.jsonl").read_text(encoding="utf-8").splitlines()]
     assert {"config", "lakegraph", "check"} <= {r["kind"] for r in records}
+
+
+def test_social_graph_stream_is_deterministic_and_every_update_changes_the_graph():
+    from bench.snb import SocialGraph
+
+    def stream(seed: int) -> tuple[list, list]:
+        graph = SocialGraph(seed)
+        return graph.grow(300), [graph.next_batch(100, 0.1) for _ in range(3)]
+
+    initial, batches = stream(5)
+    assert (initial, batches) == stream(5) and initial != stream(6)[0]
+    edges = set(initial)
+    for batch in batches:
+        assert len(batch) == 100 and sum(op == "-" for op, _ in batch) == 10
+        for op, triple in batch:
+            assert (triple in edges) == (op == "-")
+            (edges.discard if op == "-" else edges.add)(triple)
+    assert {p.rsplit("/", 1)[1] for _, p, _ in edges} == {"knows>", "likes>", "replyOf>", "hasCreator>"}
+
+
+def test_path_benchmark_smoke_agrees_and_reports(spark, tmp_path):
+    """``python -m bench.paths`` at a tiny size without Spark's fixpoint: lakegraph and pyoxigraph
+    agree on Q1..Q11 after every batch (or ``run`` raises) and the report has its tables."""
+    from bench.paths import Settings, run
+    from bench.paths_report import write_report as write_paths_report
+
+    out = tmp_path / "results"
+    settings = Settings(scale=200, batch_sizes=[40], delete_ratios=[0.1], batches=1, warmup=0, spark_batches=0,
+                        out=out)
+    records = run(settings, spark, tmp_path / "work", "test", lambda _line: None)
+    assert {r["system"] for r in records if r["kind"] == "batch"} == {"lakegraph", "oxigraph"}
+    report = write_paths_report(records, out).read_text(encoding="utf-8")
+    assert "| 40 | 10% |" in report and "reach rows per pair" in report
+

@@ -37,6 +37,7 @@ touches and the nodes whose reachability changes.
 """
 from __future__ import annotations
 
+import functools
 import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -74,22 +75,24 @@ def path_tables(path: PathDef) -> dict[str, pa.Schema]:
 class _Edges:
     """A path's edges after the step, as product-graph adjacency over automaton symbols, loaded
     only around the vertices the step's walks can visit: turning every edge into Python objects
-    each batch would cost the whole graph however small the change. ``out[x]`` and ``into[x]`` are
-    complete for every vertex ``x`` loaded so far, in the order the edges were read."""
+    each batch would cost the whole graph however small the change. ``out[x]`` is complete for
+    every vertex ``x`` loaded so far (for the automaton's directions: a walk skips the others), in
+    the order the edges were read. ``into`` holds the moves between ``sources``, the vertices of
+    the trees the step visits: a deletion re-walks from a tree node with a move into a removed node,
+    so a move from outside the trees cannot matter (a popular node's many in-edges stay unread)."""
 
     graph: pa.Table                                     # (s, p, o) before the step, deleted edges out
     inserted: list[Triple]
     symbol: Callable[[str], str | None]
     directions: set[str]                                # the directions the automaton moves in
-    reverse: bool                                       # ``into`` is needed (only deletions read it)
+    sources: set[str]                                   # empty when the step deletes nothing
     out: dict[str, list[tuple[tuple[str, str], str, int]]] = field(default_factory=lambda: defaultdict(list))
     into: dict[str, list[tuple[tuple[str, str], str]]] = field(default_factory=lambda: defaultdict(list))
     loaded: set[str] = field(default_factory=set)
 
     def load(self, vertices: set[str]) -> set[str]:
         """Complete the adjacency of ``vertices``; returns the vertices not loaded yet that their
-        moves lead to (what a walk through them may visit next). ``out`` keeps only the moves of
-        the automaton's directions (a walk skips the others); ``into`` keeps every edge."""
+        moves lead to (what a walk through them may visit next)."""
         new = vertices - self.loaded
         if not new:
             return set()
@@ -97,27 +100,29 @@ class _Edges:
         forward, backward = FORWARD in self.directions, BACKWARD in self.directions
         wanted = pa.array(sorted(new), pa.string())
         from_s, from_o = pc.is_in(self.graph["s"], wanted), pc.is_in(self.graph["o"], wanted)
-        if self.reverse or (forward and backward):
-            rows = self.graph.filter(pc.or_(from_s, from_o))
-        else:
-            rows = self.graph.filter(from_s if forward else from_o)
+        masks = ([from_s] if forward else []) + ([from_o] if backward else [])
+        if self.sources & new:
+            known = pa.array(sorted(self.sources), pa.string())
+            masks.append(pc.and_(pc.is_in(self.graph["s"], known), pc.is_in(self.graph["o"], known)))
+        rows = self.graph.filter(functools.reduce(pc.or_, masks)) if masks else self.graph.slice(0, 0)
         reached: set[str] = set()
         for s, p, o, t in [*_tuples(rows), *(e for e in self.inserted if e[0] in new or e[2] in new)]:
             key = self.symbol(p)
             if key is None:
                 continue
             ts = time_of(t)
+            inner = s in self.sources and o in self.sources
             if s in new:
                 if forward:
                     self.out[s].append(((key, FORWARD), o, ts))
                     reached.add(o)
-                if self.reverse:
+                if inner:
                     self.into[s].append(((key, BACKWARD), o))
             if o in new:
                 if backward:
                     self.out[o].append(((key, BACKWARD), s, ts))
                     reached.add(s)
-                if self.reverse:
+                if inner:
                     self.into[o].append(((key, FORWARD), s))
         return reached - self.loaded
 
@@ -207,8 +212,9 @@ class PathOperator:
         trees = self._trees(forest, roots)
         stored = self._stored(read, roots) if path.simple and not initial else {}
         after = _without(pa.concat_tables([pa.Table.from_batches([], TRIPLE_SCHEMA), *graph]), deleted)
-        edges = _Edges(after, inserted, self._symbol, {sym[1] for _, sym in self.moves}, bool(deleted))
         visited = {x for tree in trees.values() for node, (parent, _) in tree.items() for x in (node[0], parent[0])}
+        edges = _Edges(after, inserted, self._symbol, {sym[1] for _, sym in self.moves},
+                       (roots | visited) if deleted else set())
         edges.load_reachable(roots | visited | {x for s, _, o, _ in inserted + deleted for x in (s, o)})
         expired = _expiry(after, inserted, deleted)
         pairs: dict[tuple[str, str], int] = defaultdict(int)
@@ -316,9 +322,10 @@ class PathOperator:
 
     def _trees(self, reach: pa.Table, roots: set[str]) -> dict[str, Tree]:
         rows = reach.filter(pc.is_in(reach["root"], pa.array(sorted(roots), pa.string())))
+        columns = [pc.cast(rows[c], pa.int64()) if c in ("state", "pstate") else rows[c] for c in REACH_COLUMNS]
         trees: dict[str, Tree] = defaultdict(dict)
-        for root, node, state, parent, pstate, ts in zip(*(rows[c].to_pylist() for c in REACH_COLUMNS)):
-            trees[root][(node, int(state))] = ((parent, int(pstate)), int(ts) if ts else FOREVER)
+        for root, node, state, parent, pstate, ts in zip(*(c.to_pylist() for c in columns)):
+            trees[root][(node, state)] = ((parent, pstate), int(ts) if ts else FOREVER)
         return trees
 
     # -- one tree ----------------------------------------------------------------------------------
