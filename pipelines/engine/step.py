@@ -25,8 +25,8 @@ from .bgp import QueryMaintainer
 from .views import compute_view_changes, probe_arrow, probe_spark
 from .zsets import ZSetEngine, binding_schema
 
-#: The window an answer change belongs to: (window number, close in epoch ms).
-WindowTag = tuple[int, int]
+#: The window each answer change belongs to: (window numbers, closes in epoch ms), one per row.
+WindowTag = tuple[pa.Array, pa.Array]
 
 
 def gold_schema(plan: QueryPlan) -> pa.Schema:
@@ -69,8 +69,7 @@ def change_rows(plan: QueryPlan, record: BatchRecord, gold: pa.Table, window: Wi
     columns = {S.QUERY: repeat(plan.name, pa.string()), S.BATCH: repeat(record.batch, pa.int64()),
                S.BRONZE_FROM: repeat(record.bronze_from, pa.int64()), S.BRONZE_TO: repeat(record.bronze_to, pa.int64())}
     if window is not None:
-        columns[S.WINDOW] = repeat(window[0], pa.int64())
-        columns[S.CLOSE_MS] = repeat(window[1], pa.int64())
+        columns[S.WINDOW], columns[S.CLOSE_MS] = window
     columns[S.SIGN] = pc.if_else(pc.greater(mult, 0), "+", "-")
     columns[S.COUNT] = pc.abs(mult)
     columns.update({v: gold[v] for v in plan.projection})
