@@ -143,8 +143,10 @@ class _Positions:
     """One stream's buffered messages sorted by position, for range lookups."""
 
     def __init__(self, rows: pa.Table) -> None:
-        self.rows = rows.sort_by([("pos", "ascending"), ("seq", "ascending")])
-        self.pos = self.rows["pos"].to_numpy()
+        pos, seq = rows["pos"].to_numpy(), rows["seq"].to_numpy()
+        ordered = bool(np.all((pos[1:] > pos[:-1]) | ((pos[1:] == pos[:-1]) & (seq[1:] > seq[:-1]))))
+        self.rows = rows if ordered else rows.sort_by([("pos", "ascending"), ("seq", "ascending")])
+        self.pos = pos if ordered else self.rows["pos"].to_numpy()
 
     def between(self, lo: int, hi: int) -> pa.Table:
         i, j = np.searchsorted(self.pos, [lo, hi], side="left")
