@@ -1,7 +1,9 @@
 """One application of update messages to a set of queries: view changes, delta rules, commits.
 
-A micro-batch is one such step for the queries over the whole graph; a windowed query takes one per
-window it emits, fed by the window operator's messages (:mod:`pipelines.engine.windows`). Both
+A micro-batch is one such step for the queries over the whole graph; a windowed query on the Spark
+engine or with aggregates takes one per window it emits, fed by the window operator's messages
+(:mod:`pipelines.engine.windows`; the others run the same delta rules over all of a batch's windows
+at once, :mod:`pipelines.engine.intervals`). Both
 compute everything from the state tables as the engine ``z`` reads them, then commit in a fixed
 order, each commit carrying the batch's app transaction so a re-run skips what already happened
 (a windowed query writes each table its windows changed once per batch).

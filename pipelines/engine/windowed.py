@@ -1,17 +1,21 @@
-"""A windowed query's part of a batch: the window operator, then one engine step per window.
+"""A windowed query's part of a batch: the window operator, then the delta rules over its windows.
 
 The window operator (:mod:`pipelines.engine.windows`) turns the batch's messages into the windows
-to emit, each as messages that move the query's graph from the previous window to this one. Each
-window is one step of the ordinary engine (:mod:`pipelines.engine.step`) computed in memory: later
-windows of a batch read the state tables as the batch started plus the earlier windows' changes (an
-overlay), so every window is computed from the versions the batch log recorded, as a batch is. Then
-each table the windows changed (views, partial embeddings, bags, gold) and the buffer are written
-once, whole, from the overlay (a Delta MERGE rewrites the files it touches anyway, and costs several
-times a plain write), the answer changes of every window (tagged with it), the window log and the
-progress row appended, the background graphs merged, every commit with the batch's app transaction:
-a Delta commit costs more than a window's computation, and a crash anywhere re-runs the batch like
-any other. So the gold table holds the RStream of each batch's last window; an earlier window's is
-that minus the batch's later windows' changes (:func:`pipelines.answers.window_answers`).
+to emit, each with the messages that move the query's graph from the previous window to this one.
+On the Arrow engine, a query without aggregates then runs the ordinary delta rules once for all the
+batch's windows, over rows that each hold over a run of windows (:mod:`pipelines.engine.intervals`):
+each view is scanned once per batch, not once per window. Otherwise (the Spark engine, aggregates)
+each window is one step of the ordinary engine (:mod:`pipelines.engine.step`) computed in memory:
+later windows of a batch read the state tables as the batch started plus the earlier windows'
+changes (an overlay). Either way every window is computed from the versions the batch log
+recorded, as a batch is. Then each table the windows changed (views, partial embeddings, bags,
+gold) and the buffer are written once, whole (a Delta MERGE rewrites the files it touches anyway,
+and costs several times a plain write), the answer changes of every window (tagged with it), the
+window log and the progress row appended, the background graphs merged, every commit with the
+batch's app transaction: a Delta commit costs more than a window's computation, and a crash
+anywhere re-runs the batch like any other. So the gold table holds the RStream of each batch's last
+window; an earlier window's is that minus the batch's later windows' changes
+(:func:`pipelines.answers.window_answers`).
 """
 from __future__ import annotations
 
