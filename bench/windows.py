@@ -19,8 +19,9 @@ Before any figure is written the systems must agree: lakegraph emits exactly the
 semantics give; every window's answer count in its window log equals pyoxigraph's; for a sample of
 windows per query lakegraph's RStream (as ``lakegraph answers --window`` reads it) and Spark's
 answers equal pyoxigraph's as bags. A disagreement is one line on stderr and exit status 1. Then the buffer sizes
-recorded after every batch show whether the state stays bounded. Results: ``windows.md`` and the raw
-``windows.jsonl`` in ``--out``.
+recorded after every batch show whether the state stays bounded, and a last run of lakegraph alone
+over a stream ``--stretch`` (10) times the largest window shows it stays flat once the window is
+full. Results: ``windows.md`` and the raw ``windows.jsonl`` in ``--out``.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ import tempfile
 import time
 from collections import Counter, defaultdict
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
@@ -82,6 +83,7 @@ class Settings:
     check_windows: int = 6
     departments: int = 2
     seed: int = 0
+    stretch: int = 10
     out: Path = RESULTS_DIR
     work: Path | None = None
     master: str = "local[2]"
@@ -420,6 +422,33 @@ def measure_window(settings: Settings, stream: Stream, queries: list[BenchQuery]
     records.add({"kind": "windows", "window_s": range_s, "count": len(windows), "content_triples": content})
 
 
+# -- state over a long stream ----------------------------------------------------------------------
+def long_settings(settings: Settings) -> Settings:
+    """The stream of the state run: ``stretch`` times the largest window long, as many triples and
+    landing files (batches) as the main stream, so it costs about what one window size does."""
+    window = max(settings.windows_s)
+    duration = settings.stretch * window
+    files = max(1, settings.duration_s // settings.file_s)
+    return replace(settings, duration_s=duration, rate=max(1, settings.rate * settings.duration_s // duration),
+                   file_s=max(1, duration // files), windows_s=[window])
+
+
+def measure_state(settings: Settings, queries: list[BenchQuery], spark: LazySpark, work: Path,
+                  records: Records, log: Callable[[str], None]) -> None:
+    """lakegraph alone over a stream ``stretch`` times its largest window: the window buffers and
+    views after every batch, to show they stay flat once the window is full."""
+    long = long_settings(settings)
+    window = long.windows_s[0]
+    stream = make_stream(long, work / "landing-long")
+    plans = [windowed_plan(q, window, long.step_s) for q in queries]
+    run = run_lakegraph(stream, plans, work / f"lake-long-{window}s", spark)
+    log(f"state: {window}s windows over {long.duration_s}s of stream, {len(stream.files)} batches")
+    records.add({"kind": "state_config", "window_s": window, "duration_s": long.duration_s, "rate": long.rate,
+                 "file_s": long.file_s, "step_s": long.step_s, "triples": len(stream.triples)})
+    for row in run.state:
+        records.add({"kind": "state_long", "window_s": window, **row})
+
+
 # -- command line -----------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     d = Settings()
@@ -442,6 +471,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--departments", type=_positive, default=d.departments,
                    help="departments per university (default 2)")
     p.add_argument("--seed", type=int, default=d.seed, help="generator seed (default 0)")
+    p.add_argument("--stretch", type=int, default=d.stretch,
+                   help=f"the state run's stream, in lengths of the largest window, 0 to skip it (default {d.stretch})")
     p.add_argument("--out", type=Path, default=d.out, help="results directory (default bench/results)")
     p.add_argument("--work", type=Path, help="keep the landing files and lakes here (default: a temporary directory)")
     p.add_argument("--master", default=d.master, help=f"Spark master (default {d.master})")
@@ -454,10 +485,12 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise ValueError(f"window {bad[0]}s is shorter than the step {args.step_seconds}s")
     if args.spark_windows < 0:
         raise ValueError("--spark-windows must be 0 or more")
+    if args.stretch < 0:
+        raise ValueError("--stretch must be 0 or more")
     return Settings(windows_s=args.window_seconds, step_s=args.step_seconds, rate=args.rate,
                     duration_s=args.duration_seconds, file_s=args.file_seconds, spark_windows=args.spark_windows,
                     check_windows=args.check_windows, departments=args.departments, seed=args.seed,
-                    out=args.out, work=args.work, master=args.master)
+                    stretch=args.stretch, out=args.out, work=args.work, master=args.master)
 
 
 def run(settings: Settings, work: Path, command: str, log: Callable[[str], None]) -> list[dict]:
@@ -475,6 +508,8 @@ def run(settings: Settings, work: Path, command: str, log: Callable[[str], None]
                                         jvm_log=str(work / "spark.log")))
     for range_s in settings.windows_s:
         measure_window(settings, stream, queries, range_s, spark, work, records, log)
+    if settings.stretch:
+        measure_state(settings, queries, spark, work, records, log)
     records.add({"kind": "machine", **machine_info(spark())})
     records.add({"kind": "elapsed", "seconds": time.perf_counter() - started})
     return records.rows
