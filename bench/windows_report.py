@@ -79,6 +79,18 @@ def _throughput(records: list[dict]) -> list[str]:
                    "lakegraph ÷ pyoxigraph", "lakegraph ÷ Spark SQL"], rows)
 
 
+def _cpu(records: list[dict]) -> list[str]:
+    """CPU seconds of lakegraph and pyoxigraph (every thread of the bench's process): less
+    sensitive than wall time to other processes on the machine. Spark's run in its JVM, uncounted."""
+    lake, ox = _by_window(records, "lakegraph"), _by_window(records, "oxigraph")
+    rows = [[f"{w} s", f"{lake[w]['cpu_s']:.1f}", f"{ox[w]['cpu_s']:.1f}", f"{ox[w]['cpu_s'] / lake[w]['cpu_s']:.2f}x"]
+            for w in sorted(lake) if lake[w].get("cpu_s") and ox.get(w, {}).get("cpu_s")]
+    if not rows:
+        return []
+    return ["CPU seconds (all threads of the process; less sensitive to other load than wall time):", "",
+            *_table(["window", "lakegraph", "pyoxigraph", "lakegraph ÷ pyoxigraph"], rows), ""]
+
+
 def _per_query(records: list[dict], queries: list[str]) -> list[str]:
     rows = []
     for w in sorted(_by_window(records, "lakegraph")):
@@ -199,6 +211,7 @@ def markdown(records: list[dict]) -> str:
              "excluded). pyoxigraph: parsing the landing "
              "files once, then per window a fresh store loaded with the window's triples and the seven queries. "
              + _spark_note(config), "",
+             *_cpu(records),
              *_target(records), "",
              "## Per query beside SPECTRA (triples/s)", "",
              *_per_query(records, config["queries"]), "",
