@@ -7,7 +7,8 @@ Throughput is stream triples over wall seconds, for three systems fed the same l
 
 * lakegraph: the seven queries registered together (Arrow engine) in one lake per window size; each
   landing file (``--file-seconds`` of event time) is ingested, then ``Runner.run`` emits the windows
-  it closes (``flush`` after the last). Registration is not timed. A query's own figure is the
+  it closes (``flush`` after the last). Registration is not timed, nor one warm-up batch on a
+  scratch lake before the first window size. A query's own figure is the
   ingest plus its share of the run (the runner's call of the window operator for that query);
 * pyoxigraph re-evaluation: the landing files parsed once, then for every window a fresh in-memory
   store loaded with the window's triples and the seven queries run;
@@ -19,8 +20,9 @@ Before any figure is written the systems must agree: lakegraph emits exactly the
 semantics give; every window's answer count in its window log equals pyoxigraph's; for a sample of
 windows per query lakegraph's RStream (as ``lakegraph answers --window`` reads it) and Spark's
 answers equal pyoxigraph's as bags. A disagreement is one line on stderr and exit status 1. Then the buffer sizes
-recorded after every batch show whether the state stays bounded. Results: ``windows.md`` and the raw
-``windows.jsonl`` in ``--out``.
+recorded after every batch show whether the state stays bounded, and a last run of lakegraph alone
+over a stream ``--stretch`` (10) times the largest window shows it stays flat once the window is
+full. Results: ``windows.md`` and the raw ``windows.jsonl`` in ``--out``.
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator
@@ -80,6 +82,7 @@ class Settings:
     check_windows: int = 6
     departments: int = 2
     seed: int = 0
+    stretch: int = 10
     out: Path = RESULTS_DIR
     work: Path | None = None
     master: str = "local[2]"
@@ -172,6 +175,7 @@ class LakeRun:
 
     ingest_s: float = 0.0
     run_s: float = 0.0
+    cpu_s: float = 0.0
     register_s: float = 0.0
     query_s: dict[str, float] = field(default_factory=dict)
     logs: dict[str, list[dict]] = field(default_factory=dict)
@@ -217,9 +221,11 @@ def run_lakegraph(stream: Stream, plans: list[QueryPlan], lake: Path, spark: Laz
     before = commits(lake)
     with window_seconds_per_query() as per_query:
         for i, path in enumerate(stream.files):
+            cpu = time.process_time()
             out.ingest_s += _timed(lambda: ingest_paths(store, [str(path)]))
             last = i == len(stream.files) - 1
             out.run_s += _timed(lambda: Runner(store, spark, engine="arrow").run(flush=last))
+            out.cpu_s += time.process_time() - cpu
             out.state.append({"batch": i + 1, "file": path.name, **_state_rows(store, plans)})
     out.query_s = dict(per_query)
     out.commits = commits(lake) - before
@@ -228,6 +234,16 @@ def run_lakegraph(stream: Stream, plans: list[QueryPlan], lake: Path, spark: Laz
         log = store.read_arrow(windows_table(plan.name)).select(["window", "open_ms", "close_ms", "answers"])
         out.logs[plan.name] = sorted(log.to_pylist(), key=lambda r: r["window"])
     return out
+
+
+def warm_up(stream: Stream, queries: list[BenchQuery], range_s: int, step_s: int, lake: Path,
+            spark: LazySpark) -> None:
+    """One untimed batch (the first landing file, flushed) on a scratch lake: the first window size
+    measured would otherwise also pay for the process's first Delta writes, Arrow kernels and
+    imports (Spark gets a warm-up window too)."""
+    first = Stream(stream.triples, stream.times_ms, stream.files[:1], stream.universities)
+    run_lakegraph(first, [windowed_plan(q, range_s, step_s) for q in queries], lake, spark)
+    shutil.rmtree(lake, ignore_errors=True)
 
 
 def rstream_bag(store: TableStore, plan: QueryPlan, window: int) -> Bag:
@@ -246,6 +262,7 @@ class Reevaluation:
 
     read_s: float = 0.0
     build_s: float = 0.0
+    cpu_s: float = 0.0
     query_s: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     answers: dict[tuple[str, int], Bag] = field(default_factory=dict)
     evaluated: list[int] = field(default_factory=list)
@@ -254,7 +271,7 @@ class Reevaluation:
 def run_oxigraph(stream: Stream, queries: list[BenchQuery], windows: list[Window]) -> Reevaluation:
     """Every window: a fresh pyoxigraph store holding the window's triples, every query run on it."""
     out = Reevaluation()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     quads = [quad for path in stream.files for _, quad in _quads(path)]
     out.read_s = time.perf_counter() - start
     for window in windows:
@@ -269,6 +286,7 @@ def run_oxigraph(stream: Stream, queries: list[BenchQuery], windows: list[Window
                 tuple(str(s[v]) for v in variables) for s in store.query(query.text))
             out.query_s[query.name] += time.perf_counter() - start
         out.evaluated.append(window.number)
+    out.cpu_s = time.process_time() - cpu
     return out
 
 
@@ -370,7 +388,7 @@ def check(store: TableStore, plans: list[QueryPlan], lake: LakeRun, windows: lis
 # -- one window size --------------------------------------------------------------------------------
 def _lakegraph_record(range_s: int, stream: Stream, run: LakeRun, windows: int) -> dict:
     return {"kind": "lakegraph", "window_s": range_s, "triples": len(stream.triples),
-            "seconds": run.ingest_s + run.run_s, "ingest_s": run.ingest_s, "run_s": run.run_s,
+            "seconds": run.ingest_s + run.run_s, "ingest_s": run.ingest_s, "run_s": run.run_s, "cpu_s": run.cpu_s,
             "register_s": run.register_s, "query_s": run.query_s, "windows": windows,
             "windows_emitted": sum(len(log) for log in run.logs.values()), "commits": run.commits,
             "batches": run.batches}
@@ -382,6 +400,7 @@ def _reevaluation_record(kind: str, range_s: int, stream: Stream, run: Reevaluat
     scale = windows / n
     return {"kind": kind, "window_s": range_s, "triples": len(stream.triples), "windows": windows,
             "evaluated": n, "read_s": run.read_s, "build_s": run.build_s, "query_s": dict(run.query_s),
+            "cpu_s": run.cpu_s * scale,
             "seconds": run.read_s + (run.build_s + sum(run.query_s.values())) * scale,
             "per_query_s": {q: run.read_s + (run.build_s + s) * scale for q, s in run.query_s.items()}}
 
@@ -418,6 +437,33 @@ def measure_window(settings: Settings, stream: Stream, queries: list[BenchQuery]
     records.add({"kind": "windows", "window_s": range_s, "count": len(windows), "content_triples": content})
 
 
+# -- state over a long stream ----------------------------------------------------------------------
+def long_settings(settings: Settings) -> Settings:
+    """The stream of the state run: ``stretch`` times the largest window long, as many triples and
+    landing files (batches) as the main stream, so it costs about what one window size does."""
+    window = max(settings.windows_s)
+    duration = settings.stretch * window
+    files = max(1, settings.duration_s // settings.file_s)
+    return replace(settings, duration_s=duration, rate=max(1, settings.rate * settings.duration_s // duration),
+                   file_s=max(1, duration // files), windows_s=[window])
+
+
+def measure_state(settings: Settings, queries: list[BenchQuery], spark: LazySpark, work: Path,
+                  records: Records, log: Callable[[str], None]) -> None:
+    """lakegraph alone over a stream ``stretch`` times its largest window: the window buffers and
+    views after every batch, to show they stay flat once the window is full."""
+    long = long_settings(settings)
+    window = long.windows_s[0]
+    stream = make_stream(long, work / "landing-long")
+    plans = [windowed_plan(q, window, long.step_s) for q in queries]
+    run = run_lakegraph(stream, plans, work / f"lake-long-{window}s", spark)
+    log(f"state: {window}s windows over {long.duration_s}s of stream, {len(stream.files)} batches")
+    records.add({"kind": "state_config", "window_s": window, "duration_s": long.duration_s, "rate": long.rate,
+                 "file_s": long.file_s, "step_s": long.step_s, "triples": len(stream.triples)})
+    for row in run.state:
+        records.add({"kind": "state_long", "window_s": window, **row})
+
+
 # -- command line -----------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     d = Settings()
@@ -440,6 +486,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--departments", type=_positive, default=d.departments,
                    help="departments per university (default 2)")
     p.add_argument("--seed", type=int, default=d.seed, help="generator seed (default 0)")
+    p.add_argument("--stretch", type=int, default=d.stretch,
+                   help=f"the state run's stream, in lengths of the largest window, 0 to skip it (default {d.stretch})")
     p.add_argument("--out", type=Path, default=d.out, help="results directory (default bench/results)")
     p.add_argument("--work", type=Path, help="keep the landing files and lakes here (default: a temporary directory)")
     p.add_argument("--master", default=d.master, help=f"Spark master (default {d.master})")
@@ -452,10 +500,12 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise ValueError(f"window {bad[0]}s is shorter than the step {args.step_seconds}s")
     if args.spark_windows < 0:
         raise ValueError("--spark-windows must be 0 or more")
+    if args.stretch < 0:
+        raise ValueError("--stretch must be 0 or more")
     return Settings(windows_s=args.window_seconds, step_s=args.step_seconds, rate=args.rate,
                     duration_s=args.duration_seconds, file_s=args.file_seconds, spark_windows=args.spark_windows,
                     check_windows=args.check_windows, departments=args.departments, seed=args.seed,
-                    out=args.out, work=args.work, master=args.master)
+                    stretch=args.stretch, out=args.out, work=args.work, master=args.master)
 
 
 def run(settings: Settings, work: Path, command: str, log: Callable[[str], None]) -> list[dict]:
@@ -471,8 +521,11 @@ def run(settings: Settings, work: Path, command: str, log: Callable[[str], None]
     queries = [BenchQuery.from_file(QUERY_DIR / f"{name}.rq") for name in QUERIES]
     spark = LazySpark(lambda: get_spark(settings.master, app_name="lakegraph-bench-windows",
                                         jvm_log=str(work / "spark.log")))
+    warm_up(stream, queries, min(settings.windows_s), settings.step_s, work / "lake-warm-up", spark)
     for range_s in settings.windows_s:
         measure_window(settings, stream, queries, range_s, spark, work, records, log)
+    if settings.stretch:
+        measure_state(settings, queries, spark, work, records, log)
     records.add({"kind": "machine", **machine_info(spark())})
     records.add({"kind": "elapsed", "seconds": time.perf_counter() - started})
     return records.rows

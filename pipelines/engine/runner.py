@@ -102,6 +102,10 @@ class Runner:
         self.master = master_of(spark, master)
         self.engine = engine
         self.log = BatchLog(store)
+        # The state tables' versions after the last batch this runner completed: the next batch of
+        # the run starts from them (nothing writes a state table between two batches), which spares
+        # reading every table's log again.
+        self._after: dict[str, int] | None = None
 
     # -- batch boundaries -------------------------------------------------------------------
     def _pending_rows(self, after: BatchRecord) -> pa.Table:
@@ -131,6 +135,10 @@ class Runner:
 
     def _versions(self, plans) -> dict[str, int]:
         return {name: self.store.version(name) for name in self._state_tables(plans)}
+
+    def _start(self, plans) -> dict[str, int]:
+        """The versions a new batch starts from."""
+        return self._versions(plans) if self._after is None else dict(self._after)
 
     def _engine(self, name: str, versions: dict[str, int]) -> ZSetEngine:
         """A Z-set engine reading every state table at the version the batch started from."""
@@ -168,7 +176,7 @@ class Runner:
             last = self.log.last_done()
             record = BatchRecord(batch=last.batch + 1, status="planned", bronze_from=last.bronze_to,
                                  bronze_to=last.bronze_to, seq_from=last.seq_to, seq_to=last.seq_to,
-                                 versions=self._versions(plans), stats={"flush": level})
+                                 versions=self._start(plans), stats={"flush": level})
             self.log.write(record)
             done(self._process(record, self._rows_of(record), plans))
             self._drain(plans, max_rows, room, done)
@@ -194,7 +202,7 @@ class Runner:
                 record = BatchRecord(batch=last.batch + 1, status="planned",
                                      bronze_from=pc.min(versions).as_py(), bronze_to=pc.max(versions).as_py(),
                                      seq_from=last.seq_to, seq_to=pc.max(batch_rows["seq"]).as_py(),
-                                     versions=self._versions(plans))
+                                     versions=self._start(plans))
                 self.log.write(record)
                 done(self._process(record, batch_rows, plans))
                 ran += 1
@@ -235,4 +243,5 @@ class Runner:
                            bronze_to=record.bronze_to, seq_from=record.seq_from, seq_to=record.seq_to,
                            versions=self._versions(plans), stats=stats)
         self.log.write(done)
+        self._after = done.versions
         return stats

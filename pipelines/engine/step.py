@@ -1,7 +1,9 @@
 """One application of update messages to a set of queries: view changes, delta rules, commits.
 
-A micro-batch is one such step for the queries over the whole graph; a windowed query takes one per
-window it emits, fed by the window operator's messages (:mod:`pipelines.engine.windows`). Both
+A micro-batch is one such step for the queries over the whole graph; a windowed query on the Spark
+engine or with aggregates takes one per window it emits, fed by the window operator's messages
+(:mod:`pipelines.engine.windows`; the others run the same delta rules over all of a batch's windows
+at once, :mod:`pipelines.engine.intervals`). Both
 compute everything from the state tables as the engine ``z`` reads them, then commit in a fixed
 order, each commit carrying the batch's app transaction so a re-run skips what already happened
 (a windowed query writes each table its windows changed once per batch).
@@ -27,8 +29,8 @@ from .paths import path_changes
 from .views import compute_view_changes, probe_arrow, probe_spark
 from .zsets import ZSetEngine, binding_schema
 
-#: The window an answer change belongs to: (window number, close in epoch ms).
-WindowTag = tuple[int, int]
+#: The window each answer change belongs to: (window numbers, closes in epoch ms), one per row.
+WindowTag = tuple[pa.Array, pa.Array]
 
 
 def gold_schema(plan: QueryPlan) -> pa.Schema:
@@ -71,8 +73,7 @@ def change_rows(plan: QueryPlan, record: BatchRecord, gold: pa.Table, window: Wi
     columns = {S.QUERY: repeat(plan.name, pa.string()), S.BATCH: repeat(record.batch, pa.int64()),
                S.BRONZE_FROM: repeat(record.bronze_from, pa.int64()), S.BRONZE_TO: repeat(record.bronze_to, pa.int64())}
     if window is not None:
-        columns[S.WINDOW] = repeat(window[0], pa.int64())
-        columns[S.CLOSE_MS] = repeat(window[1], pa.int64())
+        columns[S.WINDOW], columns[S.CLOSE_MS] = window
     columns[S.SIGN] = pc.if_else(pc.greater(mult, 0), "+", "-")
     columns[S.COUNT] = pc.abs(mult)
     columns.update({v: gold[v] for v in plan.projection})

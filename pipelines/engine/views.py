@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import reduce
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -176,6 +176,20 @@ def probe_arrow(messages: pa.Table, views: list[ViewDef], before: Callable[[View
     return pa.concat_tables(parts)
 
 
+def same_as_previous(rows: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """For rows sorted by ``keys``: whether each row has the keys of the row before it (the first
+    row has none), i.e. where the runs of equal keys continue."""
+    n = rows.num_rows
+    same_as_prev = np.zeros(n, dtype=bool)
+    if n > 1:
+        same = np.ones(n - 1, dtype=bool)
+        for k in keys:
+            column = rows[k]
+            same &= pc.equal(column.slice(1), column.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        same_as_prev[1:] = same
+    return same_as_prev
+
+
 def _walk(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
     """Messages in ``seq`` order per (view, key): the state before each message is the previous
     message's op, or the key's presence before the batch for the first one. Returns the net changes
@@ -189,13 +203,7 @@ def _walk(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
     n = hits.num_rows
     was_present = pc.fill_null(hits["_present"], False).to_numpy(zero_copy_only=False)
     is_insert = pc.equal(hits["op"], "insert").to_numpy(zero_copy_only=False)
-    same_as_prev = np.zeros(n, dtype=bool)
-    if n > 1:
-        same = np.ones(n - 1, dtype=bool)
-        for k in keys:
-            column = hits[k]
-            same &= pc.equal(column.slice(1), column.slice(0, n - 1)).to_numpy(zero_copy_only=False)
-        same_as_prev[1:] = same
+    same_as_prev = same_as_previous(hits, keys)
     state_before = np.where(same_as_prev, np.roll(is_insert, 1), was_present)
     is_last = np.ones(n, dtype=bool)
     is_last[:-1] = ~same_as_prev[1:]

@@ -1,26 +1,31 @@
-"""A windowed query's part of a batch: the window operator, then one engine step per window.
+"""A windowed query's part of a batch: the window operator, then the delta rules over its windows.
 
 The window operator (:mod:`pipelines.engine.windows`) turns the batch's messages into the windows
-to emit, each as messages that move the query's graph from the previous window to this one. Each
-window is one step of the ordinary engine (:mod:`pipelines.engine.step`) computed in memory: later
-windows of a batch read the state tables as the batch started plus the earlier windows' changes (an
-overlay), so every window is computed from the versions the batch log recorded, as a batch is. Then
-each table the windows changed (views, partial embeddings, bags, gold) and the buffer are written
-once, whole, from the overlay (a Delta MERGE rewrites the files it touches anyway, and costs several
-times a plain write), the answer changes of every window (tagged with it), the window log and the
-progress row appended, the background graphs merged, every commit with the batch's app transaction:
-a Delta commit costs more than a window's computation, and a crash anywhere re-runs the batch like
-any other. So the gold table holds the RStream of each batch's last window; an earlier window's is
-that minus the batch's later windows' changes (:func:`pipelines.answers.window_answers`).
+to emit, each with the messages that move the query's graph from the previous window to this one.
+On the Arrow engine, a query without aggregates then runs the ordinary delta rules once for all the
+batch's windows, over rows that each hold over a run of windows (:mod:`pipelines.engine.intervals`):
+each view is scanned once per batch, not once per window. Otherwise (the Spark engine, aggregates)
+each window is one step of the ordinary engine (:mod:`pipelines.engine.step`) computed in memory:
+later windows of a batch read the state tables as the batch started plus the earlier windows'
+changes (an overlay). Either way every window is computed from the versions the batch log
+recorded, as a batch is. Then each table the windows changed (views, partial embeddings, bags,
+gold) and the buffer are written once, whole (a Delta MERGE rewrites the files it touches anyway,
+and costs several times a plain write), the answer changes of every window (tagged with it), the
+window log and the progress row appended, the background graphs merged, every commit with the
+batch's app transaction: a Delta commit costs more than a window's computation, and a crash
+anywhere re-runs the batch like any other. So the gold table holds the RStream of each batch's last
+window; an earlier window's is that minus the batch's later windows' changes
+(:func:`pipelines.answers.window_answers`).
 """
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import cache
 from typing import Callable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -29,13 +34,17 @@ from schemas.tables import MULT
 from views.plan import QueryPlan, construct
 from views.windows import Clock, bare
 
+from .. import catalog
 from ..lake import (BATCH_APP, BatchRecord, background_table, buffer_table, changes_table, gold_table,
                     progress_table, windows_table)
 from ..ingest import ingest_generated
 from ..storage import TableStore, Txn
 from .arrow import consolidate
-from .step import change_rows, compute
-from .windows import Emission, Progress, window_step
+from .bgp import GOLD, QueryMaintainer
+from .intervals import WINDOW, IntervalZSets, last_window, view_intervals, window_changes
+from .step import change_rows, compute, gold_schema, unbind_stamps
+from .views import probe_arrow, view_schema
+from .windows import Emission, Progress, WindowStep, window_step
 from .zsets import ZSetEngine
 
 #: Columns of the bronze rows the window operator reads.
@@ -113,42 +122,111 @@ def _emit_stream(store: TableStore, plan: QueryPlan, emission: Emission, answers
                      ("\n".join(lines) + "\n").encode("utf-8"))
 
 
+@dataclass
+class _Windows:
+    """What a batch's windows do to a windowed query's engine state: each table they changed as it
+    stands after the last of them, and the answer changes of every window (``window`` its index
+    in the batch), in window order."""
+
+    tables: dict[str, pa.Table]
+    changes: pa.Table
+
+
+def _step_by_step(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Table], engine: EngineFactory,
+                  read_spark: Callable[[str], object]) -> _Windows:
+    """One engine step per window, each reading the state as the batch started plus the earlier
+    windows' changes (an overlay): the Spark engine, aggregates (whose answer at a window is a
+    function of its groups' rows at that window) and property paths (walked at each window)."""
+    overlay = _Overlay(base)
+    changes = []
+    for k, emission in enumerate(step.emissions):
+        result = compute(overlay.engine(engine, read_spark), emission.messages, [plan])
+        for name, (delta, keys) in result.changed().items():
+            overlay.add(name, delta, keys)
+        gold = result.gold[plan.name]
+        changes.append(gold.append_column(WINDOW, pa.repeat(pa.scalar(k, pa.int64()), gold.num_rows)))
+    schema = gold_schema(plan).append(pa.field(WINDOW, pa.int64()))
+    return _Windows({name: overlay.tables[name] for name in overlay.changed()},
+                    pa.concat_tables([c.select(schema.names).cast(schema) for c in changes] + [schema.empty_table()]))
+
+
+def _all_at_once(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Table],
+                 where: Callable[[pa.Table, str | None], pa.Table]) -> _Windows:
+    """Every window of the batch in one pass of the delta rules over interval rows
+    (:mod:`pipelines.engine.intervals`): each view is scanned once per batch, not once per window."""
+    n = len(step.emissions)
+    z = IntervalZSets(base, where, n)
+    views = catalog.distinct_views([plan])
+    probed = probe_arrow(step.messages, views, lambda v: base(v.id), where)
+    deltas = view_intervals(probed, views, step.messages[WINDOW].to_numpy(), n)
+    maintainer = QueryMaintainer(plan, z)
+    results = z.collect(maintainer.outputs({v: t for v, t in deltas.items() if t.num_rows}), maintainer.schemas())
+    gold = results[GOLD]
+    changed = {v.id: (deltas[v.id], view_schema(v)) for v in views}
+    changed.update({name: (results[name], schema) for name, schema in maintainer.tables().items()})
+    changed[gold_table(plan.name)] = (gold, gold_schema(plan))
+    tables = {}
+    for name, (rows, schema) in changed.items():
+        keys = [c for c in schema.names if c != MULT]
+        delta = last_window(rows, keys, n)
+        if name == gold_table(plan.name):       # gold holds unbound stamps, the engine ''
+            delta = unbind_stamps(plan, delta)
+        if delta.num_rows:
+            before = base(name).select(schema.names).cast(schema)
+            tables[name] = consolidate(pa.concat_tables([before, delta.cast(schema)]), keys).cast(schema)
+    changes = window_changes(gold, plan.projection, n)
+    return _Windows(tables, unbind_stamps(plan, changes.drop_columns([WINDOW])).append_column(WINDOW, changes[WINDOW]))
+
+
+def _together(plan: QueryPlan, engine: ZSetEngine) -> bool:
+    """Whether a batch's windows can be computed in one pass: on the Arrow engine, for a query
+    without aggregates or property paths (a path view's change at a window comes from its walk at
+    that window)."""
+    return engine.name == "arrow" and plan.aggregation is None and not plan.paths
+
+
 def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: BatchRecord,
                  engine: EngineFactory, read_spark: Callable[[str], object], flush: bool = False) -> dict:
     """Run batch ``record`` (bronze ``rows``) for windowed query ``plan``: emit its windows and
     advance its state. ``engine(read_arrow, read_spark)`` builds the batch's Z-set engine over
     given readers; ``read_spark`` reads a table at the batch's start. Returns counters."""
     versions = record.versions
-    base = lambda name: store.read_arrow(name, versions.get(name))   # noqa: E731
+    base = cache(lambda name: store.read_arrow(name, versions.get(name)))
     progress = Progress.last(base(progress_table(plan.name)))
     step = window_step(Clock.of(plan.streams, plan.lateness_ms), [bare(g) for g in plan.graphs], progress,
                        base(buffer_table(plan.name)), lambda: base(background_table(plan.name)),
-                       timed_messages(rows), record.batch, flush, stamps=plan.reads_times)
-    overlay = _Overlay(base)
-    answers, log, tagged, answer_changes = progress.answers, [], [], 0
-    for emission in step.emissions:
-        result = compute(overlay.engine(engine, read_spark), emission.messages, [plan])
-        for name, (delta, keys) in result.changed().items():
-            overlay.add(name, delta, keys)
-        changes = result.gold[plan.name]
-        tag = None if emission.number is None else (emission.number, emission.close_ms)
-        tagged.append(change_rows(plan, record, changes, tag))
-        answers += int(pc.sum(changes[MULT]).as_py() or 0)
-        answer_changes += result.answer_changes()
-        if emission.number is not None:
-            log.append({"window": emission.number, "open": _ms_time(emission.open_ms),
-                        "close": _ms_time(emission.close_ms), "open_ms": emission.open_ms,
-                        "close_ms": emission.close_ms, "answers": answers, "batch": record.batch})
-        if plan.output_stream and emission.number is not None:
-            _emit_stream(store, plan, emission, overlay.read(gold_table(plan.name)))
+                       timed_messages(rows), record.batch, flush, stamps=plan.reads_times,
+                       patterns=[(v.s, v.p, v.o) for v in plan.views])
+    done = _Windows({}, gold_schema(plan).append(pa.field(WINDOW, pa.int64())).empty_table())
+    if step.emissions:
+        z = engine(base, read_spark)
+        done = (_all_at_once(plan, step, base, z.where) if _together(plan, z)
+                else _step_by_step(plan, step, base, engine, read_spark))
+    changes = done.changes
+    index = changes[WINDOW].to_numpy()
+    per_window = np.bincount(index, weights=changes[MULT].to_numpy(), minlength=len(step.emissions))
+    answers = progress.answers + np.cumsum(per_window.astype(np.int64))
+    numbered = [e for e in step.emissions if e.number is not None]
+    tag = None
+    if numbered:
+        tag = (pa.array([numbered[k].number for k in index], pa.int64()),
+               pa.array([numbered[k].close_ms for k in index], pa.int64()))
+    log = [{"window": e.number, "open": _ms_time(e.open_ms), "close": _ms_time(e.close_ms), "open_ms": e.open_ms,
+            "close_ms": e.close_ms, "answers": int(answers[k]), "batch": record.batch} for k, e in enumerate(numbered)]
+    if plan.output_stream:
+        gold = base(gold_table(plan.name))
+        for k, emission in enumerate(numbered):
+            gold = consolidate(pa.concat_tables([gold.select(changes.column_names[:-1]).cast(gold_schema(plan)),
+                                                 changes.filter(pc.equal(changes[WINDOW], k)).drop_columns([WINDOW])]),
+                               list(plan.projection))
+            _emit_stream(store, plan, emission, gold)
     txn = Txn(BATCH_APP, record.batch)
-    changed = overlay.changed()
-    for name in changed:
-        store.overwrite(name, overlay.tables[name], txn)
-    if tagged:
-        store.append(changes_table(plan.name), pa.concat_tables(tagged), txn)
+    for name, table in done.tables.items():
+        store.overwrite(name, table, txn)
+    if changes.num_rows:
+        store.append(changes_table(plan.name), change_rows(plan, record, changes.drop_columns([WINDOW]), tag), txn)
     if log:
-        gold_version = versions.get(gold_table(plan.name), 0) + int(gold_table(plan.name) in changed)
+        gold_version = versions.get(gold_table(plan.name), 0) + int(gold_table(plan.name) in done.tables)
         store.append(windows_table(plan.name),
                      pa.Table.from_pylist([{**row, "gold_version": gold_version} for row in log], schema=S.WINDOW_LOG),
                      txn)
@@ -156,7 +234,8 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
         store.overwrite(buffer_table(plan.name), step.buffer, txn)
     if step.background.num_rows:
         store.merge_counts(background_table(plan.name), step.background, ["graph", "s", "p", "o"], MULT, txn)
-    after = replace(step.progress, answers=answers)
+    final = int(answers[-1]) if len(answers) else progress.answers
+    after = replace(step.progress, answers=final)
     if replace(after, batch=progress.batch) != progress:      # a batch that did nothing writes nothing
         store.append(progress_table(plan.name), after.table(), txn)
-    return {"windows": len(log), "late": step.late, "answer_changes": answer_changes}
+    return {"windows": len(log), "late": step.late, "answer_changes": int(pc.sum(pc.abs(changes[MULT])).as_py() or 0)}

@@ -30,10 +30,11 @@ from views.windows import Clock
 
 TRIPLE = ["s", "p", "o"]
 _NO_TRIPLES = pa.schema([(c, pa.string()) for c in TRIPLE])
-#: The shape of the messages the operator emits (what view maintenance reads): ``t`` is the triple's
-#: ``timestamp()`` in the window the message moves to (a delete's: in the window it leaves), '' when
-#: the triple is in no stream's window (background graphs only) or the query asks for no timestamp.
-MESSAGES = pa.schema([("seq", pa.int64()), ("op", pa.string()), ("s", pa.string()), ("p", pa.string()),
+#: The shape of the messages the operator emits (what view maintenance reads): ``window`` the index,
+#: among the batch's windows, of the window the message moves the graph to; ``t`` is the triple's
+#: ``timestamp()`` in that window (a delete's: in the window it leaves), '' when the triple is in no
+#: stream's window (background graphs only) or the query asks for no timestamp.
+MESSAGES = pa.schema([("window", pa.int64()), ("seq", pa.int64()), ("op", pa.string()), ("s", pa.string()), ("p", pa.string()),
                       ("o", pa.string()), ("t", pa.string())])
 _XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
 
@@ -77,11 +78,12 @@ class Emission:
 
 @dataclass(frozen=True)
 class WindowStep:
-    """What a batch does to a windowed query: the windows it emits, in order, its buffer after the
-    batch (None when unchanged: a table written whole costs less than a MERGE of its change) and
-    the signed change of its background table."""
+    """What a batch does to a windowed query: the windows it emits, in order, the messages of them
+    all (:data:`MESSAGES`), its buffer after the batch (None when unchanged: a table written whole
+    costs less than a MERGE of its change) and the signed change of its background table."""
 
     emissions: list[Emission]
+    messages: pa.Table
     buffer: pa.Table | None
     background: pa.Table
     progress: Progress
@@ -141,73 +143,144 @@ class _Positions:
     """One stream's buffered messages sorted by position, for range lookups."""
 
     def __init__(self, rows: pa.Table) -> None:
-        self.rows = rows.sort_by([("pos", "ascending"), ("seq", "ascending")])
-        self.pos = self.rows["pos"].to_numpy()
+        pos, seq = rows["pos"].to_numpy(), rows["seq"].to_numpy()
+        ordered = bool(np.all((pos[1:] > pos[:-1]) | ((pos[1:] == pos[:-1]) & (seq[1:] > seq[:-1]))))
+        self.rows = rows if ordered else rows.sort_by([("pos", "ascending"), ("seq", "ascending")])
+        self.pos = pos if ordered else self.rows["pos"].to_numpy()
 
     def between(self, lo: int, hi: int) -> pa.Table:
         i, j = np.searchsorted(self.pos, [lo, hi], side="left")
         return self.rows.slice(int(i), int(j - i))
 
-
-def _in_streams(candidates: pa.Table, in_window: list[pa.Table]) -> tuple[pa.Table, pa.Table]:
-    """The candidates' rows in the streams' extents, and the (stream, triple) pairs whose last
-    message there is an insert."""
-    rows = _concat(in_window).join(candidates, keys=TRIPLE, join_type="left semi")
-    last = _last_op(rows, ["stream", *TRIPLE], ["pos", "seq"])
-    return rows, last.filter(pc.equal(last["op"], "insert")).select(["stream", *TRIPLE])
-
-
-def _in_background(candidates: pa.Table, background: Callable[[], pa.Table]) -> pa.Table:
-    """The candidates in a background graph."""
-    return _distinct(background().select(TRIPLE).join(candidates, keys=TRIPLE, join_type="left semi"), TRIPLE)
+    def spans(self, windows: Sequence[int], los: Sequence[int], his: Sequence[int]) -> pa.Table:
+        """The rows in each window's span ``[lo, hi)``, each with that ``window``: one take for
+        every window of a batch (a row in several spans comes once per span)."""
+        i = np.searchsorted(self.pos, np.asarray(los, dtype=np.int64), side="left")
+        j = np.searchsorted(self.pos, np.asarray(his, dtype=np.int64), side="left")
+        counts = np.maximum(j - i, 0)
+        starts = np.repeat(i - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+        rows = self.rows.take(pa.array(starts + np.arange(counts.sum(), dtype=np.int64)))
+        return rows.append_column("window", pa.array(np.repeat(np.asarray(windows, dtype=np.int64), counts)))
 
 
-def _graph(candidates: pa.Table, in_window: list[pa.Table], background: Callable[[], pa.Table]) -> pa.Table:
-    """The candidate triples in a window's graph (in some stream's extent with its last message
-    there an insert, or in a background graph), with ``t``: the latest event time of the triple's
-    inserts in the extents where it is present, as an xsd:integer term ('' when it is in none)."""
-    rows, on_streams = _in_streams(candidates, in_window)
+def _windowed(table: pa.Table, window: int) -> pa.Table:
+    return table.append_column("window", pa.repeat(pa.scalar(window, pa.int64()), table.num_rows))
+
+
+def _extent_rows(pairs: pa.Table, relevant: dict[str, _Positions], ranges: Sequence[tuple[str, int]],
+                 closes: np.ndarray) -> pa.Table:
+    """Each (``window``, triple) pair's messages inside its window's extent on every stream, where
+    ``closes[window]`` is the close the pair is judged at (-1: no window, hence no extent)."""
+    columns = ["stream", "pos", "seq", "op", "time_ms", *TRIPLE]
+    parts = [_windowed(S.WINDOW_BUFFER.empty_table().select(columns), 0)]
+    for stream, length in ranges:
+        rows = relevant[stream].rows.select(columns)
+        joined = pairs.join(rows, keys=TRIPLE, join_type="inner", use_threads=False)
+        close = closes[joined["window"].to_numpy()]
+        pos = joined["pos"].to_numpy()
+        parts.append(joined.filter(pa.array((close >= 0) & (pos >= close - length) & (pos < close))))
+    return _concat([p.select([*columns, "window"]) for p in parts])
+
+
+def _present(rows: pa.Table, backed: pa.Table) -> pa.Table:
+    """The (``window``, triple) pairs in their window's graph: on some stream whose last message
+    in the extent (``rows``; by position, then ``seq``) is an insert, or in a background graph
+    (``backed``)."""
+    last = _last_op(rows, ["window", "stream", *TRIPLE], ["pos", "seq"])
+    on_streams = last.filter(pc.equal(last["op"], "insert")).select(["window", *TRIPLE])
+    return _distinct(_concat([on_streams, backed.select(["window", *TRIPLE])]),
+                     ["window", *TRIPLE])
+
+
+def _stamped(rows: pa.Table, backed: pa.Table) -> pa.Table:
+    """:func:`_present` with ``t``: the latest event time of the triple's inserts in the extents
+    where it is present, as an xsd:integer term ('' when it is in no stream's extent)."""
+    keys = ["window", "stream", *TRIPLE]
+    last = _last_op(rows, keys, ["pos", "seq"])
+    on_streams = last.filter(pc.equal(last["op"], "insert")).select(keys)
     inserts = rows.filter(pc.equal(rows["op"], "insert"))
-    latest = inserts.group_by(["stream", *TRIPLE], use_threads=False).aggregate([("time_ms", "max")])
-    stamped = (on_streams.join(latest, keys=["stream", *TRIPLE])
-               .group_by(TRIPLE, use_threads=False).aggregate([("time_ms_max", "max")]))
+    latest = inserts.group_by(keys, use_threads=False).aggregate([("time_ms", "max")])
+    stamped = (on_streams.join(latest, keys=keys)
+               .group_by(["window", *TRIPLE], use_threads=False).aggregate([("time_ms_max", "max")]))
     terms = pc.binary_join_element_wise('"', pc.cast(stamped["time_ms_max_max"], pa.string()),
                                         f'"^^<{_XSD_INTEGER}>', "")
-    stamped = stamped.select(TRIPLE).append_column("t", terms)
-    backed = _in_background(candidates, background).join(stamped.select(TRIPLE), keys=TRIPLE, join_type="left anti")
+    stamped = stamped.select(["window", *TRIPLE]).append_column("t", terms)
+    backed = backed.select(["window", *TRIPLE]).join(stamped.select(["window", *TRIPLE]), keys=["window", *TRIPLE], join_type="left anti")
     return _concat([stamped, backed.append_column("t", pa.repeat(pa.scalar("", pa.string()), backed.num_rows))])
 
 
-def _messages(candidates: pa.Table, in_window: list[pa.Table], background: Callable[[], pa.Table]) -> pa.Table:
-    """One message per candidate triple: insert when the triple is in the new window's graph, else
-    delete (its ``t`` left '': the query asks for no timestamp, so none is computed)."""
-    if candidates.num_rows == 0:
-        return MESSAGES.empty_table()
-    _, on_streams = _in_streams(candidates, in_window)
-    present = _distinct(_concat([on_streams.select(TRIPLE), _in_background(candidates, background)]), TRIPLE)
-    marked = candidates.join(present.append_column("_in", pa.repeat(True, present.num_rows)),
-                             keys=TRIPLE, join_type="left outer")
+def _numbered(rows: pa.Table) -> pa.Table:
+    """Messages (``window``, ``op``, triple, ``t``) in window order with ``seq`` numbering them."""
+    seq = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    return pa.table([rows["window"], seq, rows["op"], rows["s"], rows["p"], rows["o"], rows["t"]],
+                    schema=MESSAGES)
+
+
+def _messages(pairs: pa.Table, present: pa.Table) -> pa.Table:
+    """One message per (``window``, triple) pair: insert when the triple is in that window's
+    graph, else delete (``t`` left '': the query asks for no timestamp, so none is computed)."""
+    keys = ["window", *TRIPLE]
+    marked = pairs.join(present.append_column("_in", pa.repeat(True, present.num_rows)), keys=keys,
+                        join_type="left outer", use_threads=False).sort_by([("window", "ascending")])
     op = pc.if_else(pc.fill_null(marked["_in"], False), "insert", "delete")
-    seq = pa.array(np.arange(marked.num_rows, dtype=np.int64))
     blank = pa.repeat(pa.scalar("", pa.string()), marked.num_rows)
-    return pa.table([seq, op, marked["s"], marked["p"], marked["o"], blank], schema=MESSAGES)
+    return _numbered(marked.select(keys).append_column("op", op).append_column("t", blank))
 
 
 def _stamped_messages(before: pa.Table, after: pa.Table) -> pa.Table:
     """Messages for a query that reads ``timestamp()``: a triple whose time changes is deleted with
     its old time and inserted with its new one (to a view without a time column, a no-op pair), so
-    every delete (``before`` the slide) precedes every insert (``after`` it)."""
-    gone = before.join(after, keys=[*TRIPLE, "t"], join_type="left anti")
-    rows = [gone.append_column("op", pa.repeat(pa.scalar("delete", pa.string()), gone.num_rows)),
-            after.append_column("op", pa.repeat(pa.scalar("insert", pa.string()), after.num_rows))]
-    out = _concat(rows)
-    seq = pa.array(np.arange(out.num_rows, dtype=np.int64))
-    return pa.table([seq, out["op"], out["s"], out["p"], out["o"], out["t"]], schema=MESSAGES)
+    in each window every delete (``before`` the slide) precedes every insert (``after`` it)."""
+    gone = before.join(after, keys=["window", *TRIPLE, "t"], join_type="left anti")
+    rows = _concat([gone.append_column("op", pa.repeat(pa.scalar("delete", pa.string()), gone.num_rows)),
+                    after.append_column("op", pa.repeat(pa.scalar("insert", pa.string()), after.num_rows))])
+    rank = pc.equal(rows["op"], "insert")
+    return _numbered(rows.append_column("_rank", rank).sort_by([("window", "ascending"), ("_rank", "ascending")]))
+
+
+def _candidates(clock: Clock | None, by_stream: dict[str, _Positions], closes: list[int], previous: int | None,
+                pending: pa.Table) -> pa.Table:
+    """The (``window``, triple) pairs whose presence may change at each window of the batch (its
+    index among ``closes``): the triples with a message entering or leaving a stream's extent
+    since the window before, and at the first window those the background messages touch."""
+    keys = ["window", *TRIPLE]
+    parts = [_NO_TRIPLES.empty_table().append_column("window", pa.array([], pa.int64())).select(keys)]
+    if closes and pending.num_rows:
+        parts.append(_windowed(pending.select(TRIPLE), 0).select(keys))
+    spans: dict[str, list[tuple[int, int, int]]] = {}
+    for k, close in enumerate(closes if clock is not None else ()):
+        for stream, intervals in clock.slide(previous, close).items():
+            spans.setdefault(stream, []).extend((k, lo, hi) for lo, hi in intervals)
+        previous = close
+    for stream, rows in spans.items():
+        parts.append(by_stream[stream].spans(*zip(*rows)).select(keys))
+    return _distinct(_concat(parts), keys)
+
+
+def _in_graph(pairs: pa.Table, graph: pa.Table) -> pa.Table:
+    """The (``window``, triple) pairs whose triple is in ``graph`` (background graphs)."""
+    return pairs.join(graph.select(TRIPLE), keys=TRIPLE, join_type="left semi", use_threads=False)
+
+
+def _matching(rows: pa.Table, patterns: Sequence[tuple[str | None, str | None, str | None]]) -> pa.Array | None:
+    """Which rows' triples match one of ``patterns`` (constants at s, p, o; None a variable), None
+    when every triple may match."""
+    mask = None
+    for pattern in dict.fromkeys(patterns):
+        conds = [pc.equal(rows[c], v) for c, v in zip(TRIPLE, pattern) if v is not None]
+        if not conds:
+            return None
+        both = conds[0]
+        for cond in conds[1:]:
+            both = pc.and_(both, cond)
+        mask = both if mask is None else pc.or_(mask, both)
+    return mask
 
 
 def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, buffer: pa.Table,
                 background: Callable[[], pa.Table], messages: pa.Table, batch: int,
-                flush: bool = False, stamps: bool = False) -> WindowStep:
+                flush: bool = False, stamps: bool = False,
+                patterns: Sequence[tuple[str | None, str | None, str | None]] = ()) -> WindowStep:
     """The windows batch ``batch`` emits for one query and its state changes.
 
     ``messages`` are the batch's bronze rows (``seq``, ``time_ms``, ``op``, ``s``, ``p``, ``o``,
@@ -215,6 +288,14 @@ def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, 
     is to be applied) and ``progress`` the query's state at the batch's start; ``clock`` None for a
     query with background graphs only; ``stamps`` whether the query reads ``timestamp()`` (its
     messages then carry times, which costs the previous window's graph of the candidates too).
+    ``patterns`` are the constants of the query's triple patterns (its views): a time window
+    buffers only the stream messages whose triple matches one (SPECTRA's pruning: no other triple
+    can change an answer), once they are counted (late, event times). Count and ``[NOW]`` windows
+    keep every message: each one moves their positions or makes a window.
+
+    All the batch's windows are computed together: each message carries the ``window`` (0, 1, ...
+    among those the batch emits) it moves the query's graph to, every window's in one table
+    (:attr:`WindowStep.messages`), in window order.
     """
     streams = clock.streams if clock else ()
     background = cache(background) if graphs else (lambda: S.WINDOW_BACKGROUND.empty_table())
@@ -232,15 +313,20 @@ def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, 
             late = on_streams.num_rows - pc.sum(keep).as_py()
             on_streams = on_streams.filter(keep)
         pos = on_streams["time_ms"]
-    new = _concat([_buffer_rows(on_streams, pos), _buffer_rows(on_graphs, on_graphs["seq"])])
-    rows = _concat([buffer.select(S.WINDOW_BUFFER.names).cast(S.WINDOW_BUFFER), new])
     max_time, min_time = progress.max_time_ms, progress.min_time_ms
     if on_streams.num_rows:
         bounds = pc.min_max(on_streams["time_ms"]).as_py()
         max_time = bounds["max"] if max_time is None else max(max_time, bounds["max"])
         min_time = bounds["min"] if min_time is None else min(min_time, bounds["min"])
+    if clock is not None and clock.kind == "time" and on_streams.num_rows:
+        mask = _matching(on_streams, patterns)
+        on_streams = on_streams if mask is None else on_streams.filter(mask)
+        pos = on_streams["time_ms"]
+    new = _concat([_buffer_rows(on_streams, pos), _buffer_rows(on_graphs, on_graphs["seq"])])
+    rows = _concat([buffer.select(S.WINDOW_BUFFER.names).cast(S.WINDOW_BUFFER), new])
 
-    by_stream = {s: _Positions(rows.filter(pc.equal(rows["stream"], s))) for s in streams}
+    by_stream = {s: _Positions(rows if streams == (s,) and not graphs else rows.filter(pc.equal(rows["stream"], s)))
+                 for s in streams}
     pending = _on(rows, graphs)
     closes: list[int] = []
     if clock is not None:
@@ -253,38 +339,33 @@ def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, 
     bg_now, bg_delta = None, S.WINDOW_BACKGROUND.empty_table()
     if closes and pending.num_rows:
         bg_now, bg_delta = _apply_background(background(), pending)
-    candidates_at, previous = [], progress.last_close
-    for k, close in enumerate(closes):
-        changed = [] if clock is None else [by_stream[s].between(lo, hi) for s, spans in
-                                            clock.slide(previous, close).items() for lo, hi in spans]
-        if k == 0 and pending.num_rows:
-            changed.append(pending)
-        candidates_at.append(_distinct(_concat([c.select(TRIPLE) for c in changed] + [_NO_TRIPLES.empty_table()]),
-                                       TRIPLE))
-        previous = close
+    bg_after = background() if bg_now is None else bg_now
+    pairs = _candidates(clock, by_stream, closes, progress.last_close, pending)
     # The buffer rows of the triples some window of the batch may change, found by one semi-join
-    # per batch: each window then looks its candidates up among those, not in its whole extent.
-    touched = _distinct(_concat(candidates_at + [_NO_TRIPLES.empty_table()]), TRIPLE)
+    # per batch: the windows then look their candidates up among those, not in their whole extents.
+    touched = _distinct(pairs, TRIPLE)
     relevant = {s: _Positions(p.rows.join(touched, keys=TRIPLE, join_type="left semi", use_threads=False))
                 for s, p in by_stream.items()}
+    ranges = clock.ranges if clock else ()
+    at = np.asarray(closes if clock else [-1] * len(closes), dtype=np.int64)
+    in_window = _extent_rows(pairs, relevant, ranges, at)
+    if stamps and pairs.num_rows:
+        previous = [-1 if progress.last_close is None else progress.last_close] + closes[:-1]
+        in_before = _extent_rows(pairs, relevant, ranges, np.asarray(previous, dtype=np.int64))
+        first = pc.equal(pairs["window"], 0)
+        backed_before = _concat([_in_graph(pairs.filter(first), background()),
+                                 _in_graph(pairs.filter(pc.invert(first)), bg_after)])
+        msgs = _stamped_messages(_stamped(in_before, backed_before), _stamped(in_window, _in_graph(pairs, bg_after)))
+    else:
+        msgs = _messages(pairs, _present(in_window, _in_graph(pairs, bg_after)))
+    ends = np.searchsorted(msgs["window"].to_numpy(), np.arange(len(closes) + 1), side="left")
     emissions = []
-    for k, (close, candidates) in enumerate(zip(closes, candidates_at)):
-        extents = clock.extents(close).items() if clock else ()
-        in_window = [relevant[s].between(lo, hi) for s, (lo, hi) in extents] + [S.WINDOW_BUFFER.empty_table()]
-        bg_after = background if bg_now is None else (lambda: bg_now)
-        if stamps and candidates.num_rows:
-            before = closes[k - 1] if k else progress.last_close
-            spans = clock.extents(before).items() if before is not None else ()
-            in_before = [relevant[s].between(lo, hi) for s, (lo, hi) in spans] + [S.WINDOW_BUFFER.empty_table()]
-            msgs = _stamped_messages(_graph(candidates, in_before, background if k == 0 else bg_after),
-                                     _graph(candidates, in_window, bg_after))
-        else:
-            msgs = _messages(candidates, in_window, bg_after)
+    for k, close in enumerate(closes):
+        mine = msgs.slice(int(ends[k]), int(ends[k + 1] - ends[k]))
         if clock is None:
-            emissions.append(Emission(None, None, None, msgs))
-            continue
-        extent = [by_stream[s].between(lo, hi) for s, (lo, hi) in extents]
-        emissions.append(Emission(progress.window + k + 1, *_bounds(clock, close, extent), msgs))
+            emissions.append(Emission(None, None, None, mine))
+        else:
+            emissions.append(Emission(progress.window + k + 1, *_bounds(clock, close, by_stream), mine))
 
     last_close = closes[-1] if clock is not None and closes else progress.last_close
     kept = []
@@ -298,13 +379,14 @@ def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, 
     new_progress = replace(progress, batch=batch, max_time_ms=max_time, min_time_ms=min_time, inserts=inserts,
                            window=progress.window + (len(closes) if clock is not None else 0),
                            last_close=last_close, late=progress.late + late)
-    return WindowStep(emissions, None if unchanged else after, bg_delta, new_progress, late)
+    return WindowStep(emissions, msgs, None if unchanged else after, bg_delta, new_progress, late)
 
 
-def _bounds(clock: Clock, close: int, in_window: list[pa.Table]) -> tuple[int, int]:
+def _bounds(clock: Clock, close: int, by_stream: dict[str, _Positions]) -> tuple[int, int]:
     """A window's open and close in epoch ms: its extent for time and ``[NOW]`` windows; the event
     times of its first insert and of its last insert + 1 ms (in stream order) for a count window."""
     if clock.kind != "count":
         return close - clock.longest, close
-    times = in_window[0]["time_ms"]         # the one count-windowed stream, in position order
+    (stream, (lo, hi)), = clock.extents(close).items()     # the one count-windowed stream
+    times = by_stream[stream].between(lo, hi)["time_ms"]
     return times[0].as_py(), times[-1].as_py() + 1

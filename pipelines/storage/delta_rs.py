@@ -22,6 +22,7 @@ from .base import Data, StorageError, TableNotFound, Txn
 
 _CDF_ON = {"delta.enableChangeDataFeed": "true"}
 _PINNED_CACHE = 256
+_KNOWN_ROWS = 200_000      # the largest table whose rows are kept in memory
 
 
 def quote(column: str) -> str:
@@ -66,6 +67,10 @@ class DeltaRsStore:
         # so the last few opened are kept as they are.
         self._latest: dict[str, DeltaTable] = {}
         self._pinned: OrderedDict[tuple[str, int], DeltaTable] = OrderedDict()
+        # The rows of a table at the last version this store read or wrote, while small: a batch
+        # reads the state tables at the versions the previous batch wrote (and versions never
+        # change), and reading them back from parquet cost more than the batch's own work on them.
+        self._known: dict[str, tuple[int, pa.Table]] = {}
 
     @property
     def spark(self):
@@ -115,6 +120,7 @@ class DeltaRsStore:
     def drop(self, name: str) -> None:
         shutil.rmtree(self.path(name), ignore_errors=True)
         self._schemas.pop(name, None)
+        self._known.pop(name, None)
         self._latest.pop(name, None)
         for key in [k for k in self._pinned if k[0] == name]:
             del self._pinned[key]
@@ -157,8 +163,21 @@ class DeltaRsStore:
         dt = self._table(name)
         if self._done(dt, txn):
             return False
-        write_deltalake(dt, self._arrow(name, data), mode=mode, commit_properties=self._props(txn))
+        table = self._arrow(name, data)
+        before = dt.version()
+        write_deltalake(dt, table, mode=mode, commit_properties=self._props(txn))
+        after = dt.version()                # a write through dt moves it to its own commit
+        known = self._known.get(name)
+        if mode == "append":
+            table = pa.concat_tables([known[1], table]) if known and known[0] == before == after - 1 else None
+        self._remember(name, after, table)
         return True
+
+    def _remember(self, name: str, version: int, table: pa.Table | None) -> None:
+        if table is not None and table.num_rows <= _KNOWN_ROWS:
+            self._known[name] = (version, table)
+        else:
+            self._known.pop(name, None)
 
     def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,
                      txn: Txn | None = None) -> bool:
@@ -168,6 +187,7 @@ class DeltaRsStore:
         source = self._arrow(name, data)
         if source.num_rows == 0 and txn is None:
             return False
+        self._known.pop(name, None)
         # null-safe: an unbound value (a projected timestamp() outside every window) is a key too
         on = " AND ".join(f"(t.{quote(k)} IS NOT DISTINCT FROM s.{quote(k)})" for k in keys) or "true"
         c = quote(count)
@@ -184,6 +204,7 @@ class DeltaRsStore:
         dt = self._table(name)
         if self._done(dt, txn):
             return False
+        self._known.pop(name, None)
         dt.delete(predicate, commit_properties=self._props(txn))
         return True
 
@@ -209,16 +230,25 @@ class DeltaRsStore:
         schema = self.schema(name)
         if columns:
             schema = pa.schema([schema.field(c) for c in columns])
+        known = self._known.get(name)
+        dt = None if known is not None and known[0] == version else self._table(name, version)
+        at = version if dt is None else dt.version()        # a pinned version opens no table
+        if known is not None and known[0] == at:
+            return known[1].select(schema.names)
 
         def read(uri: str) -> pa.Table:
             table = pq.ParquetFile(uri.removeprefix("file://")).read(columns=schema.names)
             return table.select(schema.names).cast(schema)
 
-        files = self._table(name, version).file_uris()
+        files = dt.file_uris()
         if not files:
-            return pa.Table.from_batches([], schema)
-        with ThreadPoolExecutor(pa.io_thread_count()) as pool:
-            return pa.concat_tables(list(pool.map(read, files)))
+            table = pa.Table.from_batches([], schema)
+        else:
+            with ThreadPoolExecutor(pa.io_thread_count()) as pool:
+                table = pa.concat_tables(list(pool.map(read, files)))
+        if not columns:
+            self._remember(name, at, table)
+        return table
 
     def row_count(self, name: str, version: int | None = None) -> int:
         dt = self._table(name, version)

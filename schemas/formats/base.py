@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Iterator
 
 from schemas.terms import TermError, parse_term
@@ -108,8 +109,10 @@ def counted_lines(data: bytes, result: ParseResult) -> Iterator[tuple[int, str]]
             yield item
 
 
+@lru_cache(maxsize=1 << 10)
 def parse_stream(text: str) -> str:
-    """A stream (graph) IRI written with or without angle brackets, as bronze stores it (bare)."""
+    """A stream (graph) IRI written with or without angle brackets, as bronze stores it (bare).
+    Cached: every message of a stream names it again."""
     text = text.strip()
     try:
         term = parse_term(text if text.startswith("<") else f"<{text}>")
