@@ -30,6 +30,7 @@ import argparse
 import bisect
 import json
 import os
+import shutil
 import sys
 import time
 from collections import Counter, defaultdict
