@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable, TypeVar
 
 import pyarrow as pa
 
@@ -12,6 +13,8 @@ from views.plan import QueryPlan, ViewDef
 from .lake import (QUERIES, background_table, bag_table, buffer_table, changes_table, gold_table, now, pe_table,
                    progress_table, sums_table, windows_table)
 from .storage import TableStore
+
+Shared = TypeVar("Shared", ViewDef, PathDef)
 
 
 class CatalogError(ValueError):
@@ -43,19 +46,19 @@ def lookup(store: TableStore, name: str) -> Registered:
 
 def distinct_views(plans: list[QueryPlan]) -> list[ViewDef]:
     """The views the given queries use, each once (shared views are maintained once)."""
-    seen: dict[str, ViewDef] = {}
-    for plan in plans:
-        for view in plan.views:
-            seen.setdefault(view.id, view)
-    return [seen[k] for k in sorted(seen)]
+    return _by_id(view for plan in plans for view in plan.views)
 
 
 def distinct_paths(plans: list[QueryPlan]) -> list[PathDef]:
     """The path views the given queries use, each once (shared like views)."""
-    seen: dict[str, PathDef] = {}
-    for plan in plans:
-        for path in plan.paths:
-            seen.setdefault(path.id, path)
+    return _by_id(path for plan in plans for path in plan.paths)
+
+
+def _by_id(items: Iterable[Shared]) -> list[Shared]:
+    """``items`` with one of each id, sorted by id (the order state tables are read and written in)."""
+    seen: dict[str, Shared] = {}
+    for item in items:
+        seen.setdefault(item.id, item)
     return [seen[k] for k in sorted(seen)]
 
 

@@ -5,7 +5,7 @@ import argparse
 import logging
 import os
 
-from ..spark import LazySpark, parse_conf
+from ..spark import LazySpark, parse_conf, resolve_master
 
 LAKE_ENV = "LAKEGRAPH_LAKE"
 #: Where a command's JVM writes (start-up banner, log4j, exit-time errors), relative to the lake.
@@ -78,8 +78,6 @@ class Context:
     def _on_spark(self) -> bool:
         """Whether the command runs its work on Spark: ``--engine spark``, or a cluster master
         (where the lake is shared storage and the JVM Delta writer belongs with the work)."""
-        from ..spark import resolve_master
-
         master = resolve_master(self.args.master)
         return getattr(self.args, "engine", None) == "spark" or not master.startswith("local")
 
