@@ -28,6 +28,9 @@ FIXED_TABLES: dict[str, pa.Schema] = {
     QUERIES: S.QUERIES,
     BATCHES: S.BATCHES,
 }
+#: The tables other commands may commit to while a run goes on: ``ingest`` appends to the first
+#: three under its own lock, ``register`` to the catalog.
+SHARED_TABLES = (BRONZE, QUARANTINE, INGEST_LOG, QUERIES)
 
 #: App id carried by every commit a micro-batch makes (version = batch number).
 BATCH_APP = "lakegraph-batch"

@@ -23,7 +23,7 @@ from views.plan import QueryPlan
 from views.windows import bare
 
 from .. import catalog
-from ..lake import BATCH_APP, BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
+from ..lake import BATCH_APP, BRONZE, SHARED_TABLES, BatchLog, BatchRecord, changes_table, gold_table, init_lake
 from ..spark import SparkSource, master_of, session
 from ..storage import TableStore, Txn
 from .arrow import ArrowZSets
@@ -153,6 +153,11 @@ class Runner:
         (``REGISTER STREAM`` output) is run and flushed in turn, so a chain drains to its end
         (:func:`flush_order`)."""
         init_lake(self.store)
+        with self.store.writing(others=SHARED_TABLES):
+            return self._run(max_rows, max_batches, on_batch, flush)
+
+    def _run(self, max_rows: int | None, max_batches: int | None, on_batch: Callable[[dict], None] | None,
+             flush: bool) -> RunReport:
         report = RunReport()
         plans = [q.plan for q in catalog.registered(self.store)]
         if not plans:

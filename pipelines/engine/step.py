@@ -11,7 +11,7 @@ order, each commit carrying the batch's app transaction so a re-run skips what a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from typing import Callable
 
 import pyarrow as pa
@@ -139,8 +139,6 @@ def commit(store: TableStore, changed: dict[str, tuple[pa.Table, list[str]]], ch
            txn: Txn) -> None:
     """Write table changes (:meth:`Step.changed`: views, owned state, gold), then each query's
     answer-change rows (``changes``, by query name), each commit skipped if ``txn`` already made it."""
-    for name, (rows, keys) in changed.items():
-        store.merge_counts(name, rows, keys, MULT, txn)
-    for query, rows in changes.items():
-        if rows.num_rows:
-            store.append(changes_table(query), rows, txn)
+    writes = [partial(store.merge_counts, name, rows, keys, MULT, txn) for name, (rows, keys) in changed.items()]
+    writes += [partial(store.append, changes_table(query), rows, txn) for query, rows in changes.items() if rows.num_rows]
+    store.concurrently(writes)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from functools import cache
+from functools import cache, partial
 from typing import Callable
 
 import numpy as np
@@ -221,21 +221,23 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
                                list(plan.projection))
             _emit_stream(store, plan, emission, gold)
     txn = Txn(BATCH_APP, record.batch)
-    for name, table in done.tables.items():
-        store.overwrite(name, table, txn)
+    writes = [partial(store.overwrite, name, table, txn) for name, table in done.tables.items()]
     if changes.num_rows:
-        store.append(changes_table(plan.name), change_rows(plan, record, changes.drop_columns([WINDOW]), tag), txn)
+        writes.append(partial(store.append, changes_table(plan.name),
+                              change_rows(plan, record, changes.drop_columns([WINDOW]), tag), txn))
     if log:
         gold_version = versions.get(gold_table(plan.name), 0) + int(gold_table(plan.name) in done.tables)
-        store.append(windows_table(plan.name),
-                     pa.Table.from_pylist([{**row, "gold_version": gold_version} for row in log], schema=S.WINDOW_LOG),
-                     txn)
+        writes.append(partial(store.append, windows_table(plan.name),
+                              pa.Table.from_pylist([{**row, "gold_version": gold_version} for row in log],
+                                                   schema=S.WINDOW_LOG), txn))
     if step.buffer is not None:
-        store.overwrite(buffer_table(plan.name), step.buffer, txn)
+        writes.append(partial(store.overwrite, buffer_table(plan.name), step.buffer, txn))
     if step.background.num_rows:
-        store.merge_counts(background_table(plan.name), step.background, ["graph", "s", "p", "o"], MULT, txn)
+        writes.append(partial(store.merge_counts, background_table(plan.name), step.background,
+                              ["graph", "s", "p", "o"], MULT, txn))
     final = int(answers[-1]) if len(answers) else progress.answers
     after = replace(step.progress, answers=final)
     if replace(after, batch=progress.batch) != progress:      # a batch that did nothing writes nothing
-        store.append(progress_table(plan.name), after.table(), txn)
+        writes.append(partial(store.append, progress_table(plan.name), after.table(), txn))
+    store.concurrently(writes)
     return {"windows": len(log), "late": step.late, "answer_changes": int(pc.sum(pc.abs(changes[MULT])).as_py() or 0)}

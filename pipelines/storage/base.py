@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Collection, ContextManager, Protocol, Sequence, Union
 
 import pyarrow as pa
 
@@ -66,6 +66,13 @@ class TableStore(Protocol):
     def version(self, name: str) -> int:
         """The latest committed version."""
 
+    def writing(self, others: Collection[str] = ()) -> ContextManager[None]:
+        """A section in which this store is the only writer of every table but ``others`` (those
+        other processes may commit to meanwhile, as ``ingest`` does to the ingest tables): the
+        newest version of any other table may then be taken from what the store last read or wrote
+        instead of from the table's log at every access. Outside it, every access sees other
+        processes' commits."""
+
     def committed(self, name: str, app_id: str) -> int | None:
         """The last version ``app_id`` committed to the table (its idempotence marker), or None."""
 
@@ -76,6 +83,11 @@ class TableStore(Protocol):
         """Replace every row with ``data`` in one commit (cheaper than a MERGE, which rewrites the
         files it touches anyway, when the caller holds the table's new content); False when ``txn``
         was already committed."""
+
+    def concurrently(self, writes: Sequence[Callable[[], object]]) -> None:
+        """Make ``writes``, commits to distinct tables each carrying its own transaction, in any
+        order or at once (a batch's commits are independent: the batch log's done record, written
+        after them, is what says the batch happened); raises the first failure once all have ended."""
 
     def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,
                      txn: Txn | None = None) -> bool:

@@ -9,8 +9,9 @@ import os
 import shutil
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Sequence
+from typing import Callable, Collection, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,6 +24,7 @@ from .base import Data, StorageError, TableNotFound, Txn
 _CDF_ON = {"delta.enableChangeDataFeed": "true"}
 _PINNED_CACHE = 256
 _KNOWN_ROWS = 200_000      # the largest table whose rows are kept in memory
+_WRITERS = 4               # commits made at once by :meth:`DeltaRsStore.concurrently`
 
 
 def quote(column: str) -> str:
@@ -71,6 +73,9 @@ class DeltaRsStore:
         # reads the state tables at the versions the previous batch wrote (and versions never
         # change), and reading them back from parquet cost more than the batch's own work on them.
         self._known: dict[str, tuple[int, pa.Table]] = {}
+        # Inside :meth:`writing`, the tables whose newest state this store already holds.
+        self._current: set[str] | None = None
+        self._others: frozenset[str] = frozenset()
 
     @property
     def spark(self):
@@ -95,8 +100,10 @@ class DeltaRsStore:
                 dt = self._latest.get(name)
                 if dt is None:
                     dt = self._latest[name] = DeltaTable(self.path(name))
-                else:
+                elif self._current is None or name not in self._current:
                     dt.update_incremental()
+                if self._current is not None and name not in self._others:
+                    self._current.add(name)
                 return dt
             key = (name, version)
             if key not in self._pinned:
@@ -110,6 +117,17 @@ class DeltaRsStore:
         except Exception as exc:  # delta-rs raises generic errors for a missing version
             raise StorageError(f"table {name!r}: cannot load version {version}: {exc}") from exc
 
+    @contextmanager
+    def writing(self, others: Collection[str] = ()) -> Iterator[None]:
+        # A table's newest state is read from its log once; after that only this store's own
+        # commits move it, and a write through a DeltaTable moves that object to its commit.
+        # Re-listing every log at each access cost a batch of many small tables more than its writes.
+        self._current, self._others = set(), frozenset(others)
+        try:
+            yield
+        finally:
+            self._current, self._others = None, frozenset()
+
     # -- lifecycle --------------------------------------------------------------------------
     def create(self, name: str, schema: pa.Schema) -> None:
         if self.exists(name):
@@ -122,6 +140,8 @@ class DeltaRsStore:
         self._schemas.pop(name, None)
         self._known.pop(name, None)
         self._latest.pop(name, None)
+        if self._current is not None:
+            self._current.discard(name)
         for key in [k for k in self._pinned if k[0] == name]:
             del self._pinned[key]
 
@@ -158,6 +178,18 @@ class DeltaRsStore:
 
     def overwrite(self, name: str, data: Data, txn: Txn | None = None) -> bool:
         return self._write(name, data, "overwrite", txn)
+
+    def concurrently(self, writes: Sequence[Callable[[], object]]) -> None:
+        # A small commit spends most of its time in delta-rs's Rust code, which releases the GIL
+        # (parquet encoding, file and log writes): a batch's dozens of commits overlap on threads.
+        if len(writes) < 2:
+            for write in writes:
+                write()
+            return
+        with ThreadPoolExecutor(min(_WRITERS, len(writes))) as pool:
+            futures = [pool.submit(write) for write in writes]
+        for future in futures:
+            future.result()
 
     def _write(self, name: str, data: Data, mode: str, txn: Txn | None) -> bool:
         dt = self._table(name)

@@ -15,7 +15,7 @@ off, since the delta-rs backend and Spark's plain-parquet reads see a version as
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator, Mapping, Sequence
+from typing import Callable, Collection, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -77,6 +77,17 @@ class DeltaSparkStore(DeltaRsStore):
         for key, value in TABLE_PROPERTIES.items():
             builder = builder.property(key, value)
         builder.execute()
+
+    @contextmanager
+    def writing(self, others: Collection[str] = ()) -> Iterator[None]:
+        # Spark makes the commits here, behind the delta-rs tables this store reads the logs with:
+        # every access must look at the log again.
+        yield
+
+    def concurrently(self, writes: Sequence[Callable[[], object]]) -> None:
+        # one after the other: each is a Spark job, and the driver's py4j calls gain nothing from threads
+        for write in writes:
+            write()
 
     def _write(self, name: str, data: Data, mode: str, txn: Txn | None) -> bool:
         if self._done(self._table(name), txn):
