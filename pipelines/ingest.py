@@ -193,20 +193,19 @@ def bronze_batch(parsed: ParseResult, path: str, ingest_id: int, first_seq: int,
     """The file's messages as bronze rows, seqs from ``first_seq`` in message order. A message that
     names no stream gets ``stream`` (else the default stream), one without an event time gets
     ``event_time`` (else the ingest time ``at``)."""
-    stream = stream or S.DEFAULT_STREAM
-    event_time = event_time or at
-    messages = parsed.messages
-    return pa.Table.from_pydict({
-        "seq": range(first_seq, first_seq + len(messages)),
-        "event_id": [m.event_id or f"{ingest_id}:{m.event_key}" for m in messages],
-        "event_time": [m.event_time or event_time for m in messages],
-        "op": [m.op for m in messages],
-        "s": [m.s for m in messages],
-        "p": [m.p for m in messages],
-        "o": [m.o for m in messages],
-        "stream": [m.stream or stream for m in messages],
-        "source": [f"{path}:{m.line}" for m in messages],
-        "ingest_id": [ingest_id] * len(messages),
+    m = parsed.table()
+    n = m.num_rows
+    return pa.table({
+        "seq": pa.array(range(first_seq, first_seq + n), pa.int64()),
+        "event_id": pc.coalesce(m["event_id"], pc.binary_join_element_wise(str(ingest_id), m["event_key"], ":")),
+        "event_time": pc.coalesce(m["event_time"], pa.scalar(event_time or at, m.schema.field("event_time").type)),
+        "op": m["op"],
+        "s": m["s"],
+        "p": m["p"],
+        "o": m["o"],
+        "stream": pc.coalesce(m["stream"], pa.scalar(stream or S.DEFAULT_STREAM)),
+        "source": pc.binary_join_element_wise(path, pc.cast(m["line"], pa.string()), ":"),
+        "ingest_id": pa.repeat(pa.scalar(ingest_id, pa.int64()), n),
     }, schema=S.BRONZE)
 
 

@@ -10,6 +10,7 @@ import pyoxigraph
 import pytest
 
 from schemas.formats import RAW_LIMIT, BadLine, Message, parse
+from schemas.formats.jsonl import parse_jsonl_lines
 from schemas.terms import XSD
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -317,3 +318,39 @@ def test_example_corpus_is_complete():
     on_disk = {str(p.relative_to(EXAMPLES)) for folder in ("landing", "bad_input")
                for p in (EXAMPLES / folder).iterdir()}
     assert on_disk == set(EXPECTED_COUNTS)
+
+
+def test_jsonl_native_reader_gives_what_the_line_reader_gives():
+    """A file of good lines is read by pyarrow's JSON reader: its messages (terms canonical,
+    times in UTC, events, streams) are exactly those the line-by-line reader makes."""
+    lines = [
+        jline(time="2025-03-01T12:00:00Z", op="+", s=iri("a"), p=iri("b"), o='"x"'),
+        jline(time="2025-03-01T13:00:00.5-02:00", op="-", s=iri("a"), p=iri("b"), o=f'"2"^^{INT}',
+              stream=f"{EX}g", event="e1"),
+        jline(time="2025-03-01T15:00:00.123456+01:00", op="+", s="_:n", p=iri("b"), o='"y"@EN',
+              stream=f"<{EX}g2>", event="e1", extra={"ignored": True}),
+        jline(time="2025-03-01T15:00:00+00:00", op="+", s="<http://example.org/\\u00e9>", p=iri("b"),
+              o='"tab\\there"', stream=None),
+    ]
+    data = ("\r\n".join(lines) + "\n").encode()
+    native, by_line = parse("f.jsonl", data), parse_jsonl_lines(data)
+    assert native.columns is not None and by_line.columns is None
+    assert native.messages == by_line.messages and len(native.messages) == 4
+    assert (native.lines, native.bad, native.skipped) == (by_line.lines, by_line.bad, by_line.skipped) == (4, [], 0)
+
+
+@pytest.mark.parametrize("line", [
+    '{"time": "2025-03-01T12:00:00", "op": "+", "s": "<a:s>", "p": "<a:p>", "o": "<a:o>"}',       # no offset
+    '{"time": "2025-03-01 12:00:00Z", "op": "+", "s": "<a:s>", "p": "<a:p>", "o": "<a:o>"}',      # not the common form
+    '{"time": "2025-03-01T12:00:00Z", "op": "+", "s": "<a:s>", "p": "<a:p>", "o": "<a:o>", "event": null}',
+    '{"time": "2025-03-01T12:00:00Z", "op": "+", "s": "<a:s>", "p": "<a:p>", "o": 3}',
+    '{"time": "2025-03-01T12:00:00Z", "op": "+", "s": "<a:s>", "p": "<a:p>"}',
+    '{"time": "2025-03-01T12:00:00Z", "op": "+", "s": "<a:s>", "p": "<a:p>", "o": "\\"open"}',
+    '{"time": "2025-03-01T12:00:00Z", "op": "+", "s": "<a:s>", "p": "<a:p>", "o": "<a:o>"} {"op": "+"}',
+])
+def test_jsonl_a_file_the_native_reader_cannot_vouch_for_is_read_line_by_line(line):
+    good = '{"time": "2025-03-01T12:00:00Z", "op": "+", "s": "<a:s>", "p": "<a:p>", "o": "<a:o>"}'
+    data = f"{good}\n{line}\n".encode()
+    result = parse("f.jsonl", data)
+    assert result.columns is None
+    assert result.messages == parse_jsonl_lines(data).messages and result.balanced

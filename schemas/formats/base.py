@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Iterator
 
+import pyarrow as pa
+
 from schemas.terms import TermError, parse_term
 
 #: Raw text kept for a bad line, in characters; longer lines are cut (the reason says so).
@@ -52,27 +54,59 @@ class BadLine:
         return cls(line, raw, reason)
 
 
+#: :class:`Message` as columns (``seq_in_file`` is the row's position): how a file read by a native
+#: reader holds its messages, and what bronze is built from.
+MESSAGE_COLUMNS = pa.schema([("line", pa.int64()), ("event_key", pa.string()),
+                             ("event_time", pa.timestamp("us", tz="UTC")), ("op", pa.string()),
+                             ("s", pa.string()), ("p", pa.string()), ("o", pa.string()),
+                             ("stream", pa.string()), ("event_id", pa.string())])
+
+
 @dataclass
 class ParseResult:
     """What one file gave. For line-based formats every line is exactly one message, bad line or
     skipped line. Turtle is not line based: its triples (or its one syntax error) stand for the
-    whole file, as does the one bad line of an unsupported file."""
+    whole file, as does the one bad line of an unsupported file.
+
+    A parser appends :class:`Message` objects to :attr:`messages`, or, when a native reader took
+    the whole file at once, sets :attr:`columns` (:data:`MESSAGE_COLUMNS`): a million Python
+    objects cost more than the rest of an ingest, so they are only built if someone asks."""
 
     format: str
     lines: int = 0
-    messages: list[Message] = field(default_factory=list)
     bad: list[BadLine] = field(default_factory=list)
     skipped: int = 0
     line_based: bool = True
+    columns: pa.Table | None = None
+    _listed: list[Message] = field(default_factory=list, repr=False)
+
+    @property
+    def messages(self) -> list[Message]:
+        """The messages in file order."""
+        if self.columns is not None and not self._listed:
+            self._listed.extend(Message(k + 1, **row) for k, row in enumerate(self.columns.to_pylist()))
+        return self._listed
+
+    @property
+    def count(self) -> int:
+        """How many messages the file gave."""
+        return len(self._listed) if self.columns is None else self.columns.num_rows
+
+    def table(self) -> pa.Table:
+        """The messages as :data:`MESSAGE_COLUMNS`."""
+        if self.columns is not None:
+            return self.columns
+        return pa.table({name: [getattr(m, name) for m in self._listed] for name in MESSAGE_COLUMNS.names},
+                        schema=MESSAGE_COLUMNS)
 
     @property
     def balanced(self) -> bool:
         """Whether messages + bad lines + skipped lines == lines (always true when not line based)."""
-        return not self.line_based or len(self.messages) + len(self.bad) + self.skipped == self.lines
+        return not self.line_based or self.count + len(self.bad) + self.skipped == self.lines
 
     def next_seq(self) -> int:
         """The ``seq_in_file`` of the next message."""
-        return len(self.messages) + 1
+        return self.count + 1
 
 
 def split_lines(data: bytes) -> list[bytes]:
