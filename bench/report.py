@@ -1,7 +1,7 @@
 """Raw records to ``results.md`` (markdown tables) and PNG plots.
 
 Batch time means, per system: lakegraph's bronze-to-gold run (``Runner.run``) with ingest shown
-apart in the end-to-end figure; for the recompute and pyoxigraph, applying the batch plus re-running
+apart in the end-to-end figure; for the recomputes (Spark, DuckDB) and pyoxigraph, applying the batch plus re-running
 and diffing the query (a query's own time is the shared apply plus its evaluation; the group's is
 the apply plus every evaluation). Updates per second are batch size over end-to-end time.
 """
@@ -13,9 +13,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Iterable
 
-SYSTEMS = ("lakegraph", "recompute", "oxigraph")
+SYSTEMS = ("lakegraph", "recompute", "duckdb", "oxigraph")
 LABELS = {"lakegraph": "lakegraph (incremental)", "recompute": "Spark full recompute",
-          "oxigraph": "pyoxigraph re-query"}
+          "duckdb": "DuckDB full recompute", "oxigraph": "pyoxigraph re-query"}
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -103,19 +103,21 @@ def markdown(records: list[dict]) -> str:
     for scale in config["scales"]:
         for size in config["batch_sizes"]:
             for key in _groups(records):
-                lg, rc, ox = (times.get((scale, size, key, s)) for s in SYSTEMS)
+                lg, rc, dk, ox = (times.get((scale, size, key, s)) for s in SYSTEMS)
                 if not lg:
                     continue
                 e2e = _median(lg["e2e"])
                 rows.append([
                     str(scale), f"{triples[scale]:,}", str(size), key, _cell(lg), _fmt(e2e), f"{size / e2e:,.0f}",
-                    _cell(rc), _cell(ox), f"{_median(rc['batch']) / e2e:.2f}x" if rc else "·",
+                    _cell(rc), _cell(dk), _cell(ox), f"{_median(rc['batch']) / e2e:.2f}x" if rc else "·",
+                    f"{_median(dk['batch']) / e2e:.2f}x" if dk else "·",
                     f"{_median(lg['jobs']):.0f} / {_median(rc['jobs']):.0f}" if rc else "·",
                     f"{_median(lg['commits']):.0f}",
                 ])
     lines += _table(["scale", "triples", "batch", "query", "lakegraph median / p95", "lakegraph end-to-end",
-                     "updates/s", "recompute median / p95", "pyoxigraph median / p95", "recompute ÷ lakegraph",
-                     "Spark jobs (lakegraph / recompute)", "Delta commits"], rows)
+                     "updates/s", "recompute median / p95", "DuckDB median / p95", "pyoxigraph median / p95",
+                     "recompute ÷ lakegraph", "DuckDB ÷ lakegraph", "Spark jobs (lakegraph / recompute)",
+                     "Delta commits"], rows)
     engines = sorted({e for r in records if r["kind"] == "batch" and r["system"] == "lakegraph"
                       for e in r["stats"].get("engines", [])})
     lines += ["", f"lakegraph: bronze-to-gold (`Runner.run`, engine {config.get('engine', 'auto')}: "
@@ -123,11 +125,11 @@ def markdown(records: list[dict]) -> str:
               "end-to-end time; Delta commits are those of bronze-to-gold."]
     if not config["separate"]:
         lines += ["", "### Per query: the re-running systems (the queries share one lakegraph run)", ""]
-        per_query = [[str(scale), str(size), q, _cell(times.get((scale, size, q, "recompute"))),
-                      _cell(times.get((scale, size, q, "oxigraph")))]
+        per_query = [[str(scale), str(size), q, *(_cell(times.get((scale, size, q, s))) for s in SYSTEMS[1:])]
                      for scale in config["scales"] for size in config["batch_sizes"] for q in config["queries"]
                      if (scale, size, q, "oxigraph") in times]
-        lines += _table(["scale", "batch", "query", "recompute median / p95", "pyoxigraph median / p95"], per_query)
+        lines += _table(["scale", "batch", "query", "recompute median / p95", "DuckDB median / p95",
+                         "pyoxigraph median / p95"], per_query)
     lines += ["", "### Floor: a batch that touches no view", ""]
     floor_rows = []
     for (scale, group), entries in _grouped(records, "floor").items():
@@ -194,7 +196,7 @@ def _state(records: list[dict]) -> list[str]:
                    "state rows ÷ matchable"], rows)
 
 
-COLOURS = {"lakegraph": "tab:blue", "recompute": "tab:red", "oxigraph": "tab:green"}
+COLOURS = {"lakegraph": "tab:blue", "recompute": "tab:red", "duckdb": "tab:orange", "oxigraph": "tab:green"}
 STYLES = ("-", "--", ":", "-.")
 
 

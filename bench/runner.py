@@ -29,7 +29,7 @@ from pyspark.sql import SparkSession
 from .lubm import MessageWriter, UpdateStream, generate, write_ntriples
 from .machine import machine_info
 from .measure import lake_sizes, matchable
-from .systems import BatchTiming, BenchQuery, Lakegraph, Oxigraph, SparkRecompute, System
+from .systems import BatchTiming, BenchQuery, DuckDBRecompute, Lakegraph, Oxigraph, SparkRecompute, System
 
 PACKAGE = Path(__file__).parent
 QUERY_DIR = PACKAGE / "queries"
@@ -209,7 +209,7 @@ def _run_scale(config: Config, spark: SparkSession, scale: int, groups: list[lis
         label = "all" if len(groups) == 1 else group[0].name
         gbase = {**base, "group": label, "queries": [q.name for q in group]}
         systems: list[System] = [Lakegraph(spark, root / f"lake_{label}", config.engine, config.storage),
-                                 SparkRecompute(spark, root / f"recompute_{label}"), Oxigraph()]
+                                 SparkRecompute(spark, root / f"recompute_{label}"), DuckDBRecompute(), Oxigraph()]
         for system in systems:
             load_s = system.load(files.initial)
             register_s = system.register(group)

@@ -1,4 +1,4 @@
-"""The three systems under test, behind one interface: load the initial graph, register the queries,
+"""The four systems under test, behind one interface: load the initial graph, register the queries,
 apply one landing file of updates, and give each query's current answers as a bag.
 
 * :class:`Lakegraph`: the public pipeline (ingest to bronze, ``Runner.run`` from bronze to gold).
@@ -6,6 +6,8 @@ apply one landing file of updates, and give each query's current answers as a ba
   each batch merged into it (last message per triple wins), every query re-run as SQL self-joins
   over the whole graph (an aggregate query: grouped in SQL), the answers diffed against the
   previous ones.
+* :class:`DuckDBRecompute`: the same on one machine with DuckDB: the graph as a table, each batch
+  merged into it, every query re-run as the same SQL in DuckDB's dialect and diffed.
 * :class:`Oxigraph`: an in-memory pyoxigraph store, updated quad by quad, every query re-run.
 
 Each reads the same landing file, so parsing the messages is part of every system's batch time.
@@ -21,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol, TypeVar
 
+import pyarrow as pa
+import pyarrow.json as pa_json
 import pyoxigraph as ox
 from pyspark.sql import SparkSession, Window
 from pyspark.sql import functions as F
@@ -33,7 +37,7 @@ from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
 from pipelines.storage import open_store
 from views.aggregates import Aggregation
-from views.model import Query, Var
+from views.model import Compare, Const, Query, Var
 from views.plan import QueryPlan, compile_query
 from views.sparql import parse_query
 
@@ -169,8 +173,21 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+@dataclass(frozen=True)
+class Dialect:
+    """How an SQL engine spells a string literal and a quoted identifier."""
+
+    string: Callable[[str], str]
+    identifier: Callable[[str], str]
+
+
+SPARK_SQL = Dialect(sql_string, lambda name: f"`{name}`")
+DUCKDB_SQL = Dialect(lambda text: "'" + text.replace("'", "''") + "'",
+                     lambda name: '"' + name.replace('"', '""') + '"')
+
+
 def bgp_sql(query: Query, table: str = "graph", sources: Mapping[int, str] | None = None,
-            columns: tuple[str, ...] | None = None) -> str:
+            columns: tuple[str, ...] | None = None, dialect: Dialect = SPARK_SQL) -> str:
     """The query's basic graph pattern as one Spark SQL self-join over ``table(s, p, o)``, constants
     inlined as literals: named parameters (``spark.sql(text, args=...)``) stay unbound in a session
     with Delta's SQL extension (Spark 4.2, Delta 4.4.0), and the bench shares the pipeline's session.
@@ -190,8 +207,9 @@ def bgp_sql(query: Query, table: str = "graph", sources: Mapping[int, str] | Non
                 else:
                     first[node.name] = column
             else:
-                conditions.append(f"{column} = {sql_string(node)}")
-    select = ", ".join(f"{first[v]} AS `{v}`" for v in (query.projection if columns is None else columns)) or "1"
+                conditions.append(f"{column} = {dialect.string(node)}")
+    select = ", ".join(f"{first[v]} AS {dialect.identifier(v)}"
+                       for v in (query.projection if columns is None else columns)) or "1"
     where = " AND ".join(conditions) or "TRUE"
     distinct = "DISTINCT " if query.distinct else ""
     return f"SELECT {distinct}{select} FROM {', '.join(tables)} WHERE {where}"
@@ -200,7 +218,22 @@ def bgp_sql(query: Query, table: str = "graph", sources: Mapping[int, str] | Non
 _INTEGER = "^^<http://www.w3.org/2001/XMLSchema#integer>"
 
 
-def aggregate_sql(query: Query, aggregation: Aggregation, table: str = "graph") -> str:
+def _count_having(query: Query, aggregation: Aggregation, dialect: Dialect) -> str:
+    """HAVING as comparisons of COUNTs with integers, the only form the DuckDB baseline needs (the
+    plan compiles HAVING to Spark SQL only)."""
+    counts = {c.name for c in aggregation.calls if c.function == "COUNT"}
+    conditions = []
+    for expr in query.grouping.having:
+        right = getattr(expr, "right", None)
+        if not (isinstance(expr, Compare) and isinstance(expr.left, Var) and expr.left.name in counts
+                and isinstance(right, Const) and right.term.endswith(_INTEGER)):
+            raise ValueError("the DuckDB baseline compares COUNTs with integers in HAVING, nothing else")
+        value = f"CAST(split_part({dialect.identifier(expr.left.name)}, '\"', 2) AS BIGINT)"
+        conditions.append(f"{value} {expr.op} {int(right.term.split(chr(34))[1])}")
+    return " AND ".join(conditions) or "TRUE"
+
+
+def aggregate_sql(query: Query, aggregation: Aggregation, table: str = "graph", dialect: Dialect = SPARK_SQL) -> str:
     """An aggregate query as the Spark SQL a user would write: the BGP's solutions
     (:func:`bgp_sql` over the grouped and aggregated variables) grouped, each aggregate spelled as
     the canonical literal SPARQL gives, then HAVING as the plan compiled it. Only what the
@@ -208,26 +241,31 @@ def aggregate_sql(query: Query, aggregation: Aggregation, table: str = "graph") 
     IRIs (SPARQL orders IRIs by their text, as SQL orders strings, once the brackets are off)."""
     if aggregation.keys or aggregation.computed or aggregation.distinct:
         raise ValueError("the recompute baseline groups by variables and projects aggregates only")
+    name = dialect.identifier
     values = []
     for call in aggregation.calls:
-        arg = "*" if call.arg is None else ("DISTINCT " if call.distinct else "") + f"`{call.arg}`"
+        arg = "*" if call.arg is None else ("DISTINCT " if call.distinct else "") + name(call.arg)
         if call.function == "COUNT":
-            values.append(f"concat('\"', CAST(count({arg}) AS STRING), '\"{_INTEGER}') AS `{call.name}`")
+            values.append(f"concat('\"', CAST(count({arg}) AS STRING), '\"{_INTEGER}') AS {name(call.name)}")
         elif call.function in ("MIN", "MAX") and call.arg is not None:     # of the IRIs' text, unbracketed
             text = f"substr({arg}, 2, length({arg}) - 2)"
-            values.append(f"concat('<', {call.function.lower()}({text}), '>') AS `{call.name}`")
+            values.append(f"concat('<', {call.function.lower()}({text}), '>') AS {name(call.name)}")
         else:
             raise ValueError(f"the recompute baseline has no SQL for {call.text()}")
-    keys = ", ".join(f"`{v}`" for v in aggregation.group_by)
-    grouped = (f"SELECT {', '.join([*(f'`{v}`' for v in aggregation.group_by), *values])} "
-               f"FROM ({bgp_sql(query, table, columns=aggregation.inputs)})" + (f" GROUP BY {keys}" if keys else ""))
-    return f"SELECT * FROM ({grouped}) WHERE {aggregation.having_sql or 'TRUE'}"
+    keys = ", ".join(name(v) for v in aggregation.group_by)
+    grouped = (f"SELECT {', '.join([*(name(v) for v in aggregation.group_by), *values])} "
+               f"FROM ({bgp_sql(query, table, columns=aggregation.inputs, dialect=dialect)})"
+               + (f" GROUP BY {keys}" if keys else ""))
+    having = (aggregation.having_sql or "TRUE") if dialect is SPARK_SQL else _count_having(query, aggregation, dialect)
+    return f"SELECT * FROM ({grouped}) WHERE {having}"
 
 
-def recompute_sql(query: BenchQuery, table: str = "graph") -> str:
-    """The Spark SQL that recomputes a benchmark query from scratch."""
+def recompute_sql(query: BenchQuery, table: str = "graph", dialect: Dialect = SPARK_SQL) -> str:
+    """The SQL that recomputes a benchmark query from scratch."""
     aggregation = query.plan.aggregation
-    return bgp_sql(query.query, table) if aggregation is None else aggregate_sql(query.query, aggregation, table)
+    if aggregation is None:
+        return bgp_sql(query.query, table, dialect=dialect)
+    return aggregate_sql(query.query, aggregation, table, dialect)
 
 
 class SparkRecompute:
@@ -259,9 +297,7 @@ class SparkRecompute:
         return seconds
 
     def _evaluate(self, query: BenchQuery) -> Bag:
-        table = self.spark.sql(recompute_sql(query)).toArrow()
-        columns = [table.column(v).to_pylist() for v in query.query.projection]
-        return Counter(zip(*columns)) if columns else Counter({(): table.num_rows})
+        return _bag(self.spark.sql(recompute_sql(query)).toArrow(), query.query.projection)
 
     def register(self, queries: list[BenchQuery]) -> float:
         self.queries = queries
@@ -295,7 +331,67 @@ class SparkRecompute:
         self.spark.catalog.dropTempView("graph")
 
 
-# -- (c) pyoxigraph -----------------------------------------------------------------------------
+# -- (c) full recompute on DuckDB ---------------------------------------------------------------
+def _bag(table, projection: tuple[str, ...]) -> Bag:
+    """A result table's rows as a bag of tuples in projection order."""
+    columns = [table.column(v).to_pylist() for v in projection]
+    return Counter(zip(*columns)) if columns else Counter({(): table.num_rows})
+
+
+class DuckDBRecompute:
+    """What a user on one machine would reach for first: the graph as a DuckDB table, each batch
+    merged into it (last message per triple wins), every query re-run as SQL self-joins (the same
+    SQL as the Spark recompute, in DuckDB's dialect) and diffed."""
+
+    name = "duckdb"
+
+    def __init__(self) -> None:
+        import duckdb
+
+        self.db = duckdb.connect()
+        self.queries: list[BenchQuery] = []
+        self.current: dict[str, Bag] = {}
+
+    def load(self, nt_path: Path) -> float:
+        def create() -> None:
+            with nt_path.open(encoding="utf-8") as handle:     # generated: "<s> <p> object ." per line
+                rows = [line.rstrip().removesuffix(".").rstrip().split(" ", 2) for line in handle if line.strip()]
+            self.db.from_arrow(pa.table({c: [r[k] for r in rows] for k, c in enumerate(("s", "p", "o"))})).create("graph")
+        return _timed(create)[0]
+
+    def _evaluate(self, query: BenchQuery) -> Bag:
+        return _bag(self.db.sql(recompute_sql(query, dialect=DUCKDB_SQL)).to_arrow_table(), query.query.projection)
+
+    def register(self, queries: list[BenchQuery]) -> float:
+        self.queries = queries
+        seconds, self.current = _timed(lambda: {q.name: self._evaluate(q) for q in queries})
+        return seconds
+
+    def _merge(self, batch_path: Path) -> None:
+        read = pa_json.read_json(batch_path, parse_options=pa_json.ParseOptions(
+            explicit_schema=pa.schema([(c, pa.string()) for c in ("op", "s", "p", "o")]),
+            unexpected_field_behavior="ignore"))
+        self.db.register("messages", read.append_column("seq", pa.array(range(read.num_rows), pa.int64())))
+        self.db.execute("""CREATE OR REPLACE TEMP TABLE last AS
+                           SELECT s, p, o, op FROM (SELECT *, row_number() OVER (PARTITION BY s, p, o ORDER BY seq DESC) AS r
+                                                    FROM messages) WHERE r = 1""")
+        self.db.execute("DELETE FROM graph USING last WHERE graph.s = last.s AND graph.p = last.p AND graph.o = last.o")
+        self.db.execute("INSERT INTO graph SELECT s, p, o FROM last WHERE op = '+'")
+        self.db.unregister("messages")
+
+    def apply(self, batch_path: Path) -> BatchTiming:
+        apply_s = _timed(lambda: self._merge(batch_path))[0]
+        parts, changes = _recompute_all(self.queries, self._evaluate, self.current)
+        return BatchTiming(apply_s + sum(parts.values()), {"apply": apply_s, **parts}, stats={"answer_changes": changes})
+
+    def answers(self, name: str) -> Bag:
+        return self.current[name]
+
+    def close(self) -> None:
+        self.db.close()
+
+
+# -- (d) pyoxigraph -----------------------------------------------------------------------------
 def _quads(batch_path: Path) -> Iterator[tuple[str, ox.Quad]]:
     """The file's updates in order, as (op, quad); the terms are parsed by pyoxigraph's N-Triples
     parser from the messages' N-Triples strings."""

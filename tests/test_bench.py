@@ -53,7 +53,7 @@ def test_bad_option_is_one_line_and_non_zero(capsys):
         "bench: error: argument --batch-sizes: expected positive integers, comma-separated, got '10,0'"]
 
 
-def test_smoke_three_systems_agree_and_outputs_exist(spark, tmp_path):
+def test_smoke_four_systems_agree_and_outputs_exist(spark, tmp_path):
     out = tmp_path / "results"
     config = Config(scales=[1], departments=1, batch_sizes=[30], batches=2, warmup=0, floor_batches=1,
                     queries=[QUERY_DIR / "q6.rq", QUERY_DIR / "product.rq", QUERY_DIR / "courses.rq"], out=out,
@@ -61,7 +61,7 @@ def test_smoke_three_systems_agree_and_outputs_exist(spark, tmp_path):
     records = run_benchmark(config, spark, log=lambda _line: None)  # raises if the systems disagree
     batches = [r for r in records if r["kind"] == "batch"]
     assert sorted((r["system"], r["batch"]) for r in batches) == sorted(
-        (s, b) for s in ("lakegraph", "recompute", "oxigraph") for b in (1, 2))
+        (s, b) for s in ("lakegraph", "recompute", "duckdb", "oxigraph") for b in (1, 2))
     assert [r["kind"] for r in records].count("floor") == 1
     state = next(r for r in records if r["kind"] == "state")
     assert state["answers"]["product"] > 0 and state["sizes"]["views"]["rows"] > 0
