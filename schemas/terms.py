@@ -101,6 +101,8 @@ IRI_BODY = rf"{_SCHEME_RE}[^{_IRI_EXCLUDED}]*"
 _SCHEME = re.compile(_SCHEME_RE)
 _IRI_BAD = re.compile(f"[{_IRI_EXCLUDED}]")
 _PLAIN_IRI = re.compile(f"<{IRI_BODY}>")
+#: A simple literal with nothing to escape: already canonical.
+_PLAIN_STRING = re.compile('"[^"\\\\\x00-\x1f\x7f\ud800-\udfff]*"')
 _BNODE_LABEL = re.compile(
     r"[A-Za-z0-9_\u00B7-\U000EFFFF]([A-Za-z0-9_\-.\u00B7-\U000EFFFF]*[A-Za-z0-9_\-\u00B7-\U000EFFFF])?")
 _LANG = re.compile(r"[a-zA-Z]+(-[a-zA-Z0-9]+)*")
@@ -306,8 +308,8 @@ def parse_term(text: str, prefixes: Mapping[str, str] | None = None) -> Term:
 def canonical_nt(text: str) -> str:
     """The canonical N-Triples spelling of the term ``text`` (:class:`TermError` when invalid).
     Cached, since a stream repeats its predicates, classes and hot entities; an IRI without escapes
-    is already canonical and skips the reader."""
-    if _PLAIN_IRI.fullmatch(text):
+    or a simple literal without escapes is already canonical and skips the reader."""
+    if _PLAIN_IRI.fullmatch(text) or _PLAIN_STRING.fullmatch(text):
         return text
     return parse_term(text).nt
 

@@ -11,6 +11,7 @@ import pytest
 
 from schemas.formats import RAW_LIMIT, BadLine, Message, parse
 from schemas.formats.jsonl import parse_jsonl_lines
+from schemas.formats.ntriples import parse_lines
 from schemas.terms import XSD
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -354,3 +355,33 @@ def test_jsonl_a_file_the_native_reader_cannot_vouch_for_is_read_line_by_line(li
     result = parse("f.jsonl", data)
     assert result.columns is None
     assert result.messages == parse_jsonl_lines(data).messages and result.balanced
+
+
+#: Terms whose spelling differs between writers: escapes, language tag case, xsd:string, Unicode.
+TRICKY_OBJECTS = ['"x"', f'"x"^^<{XSD}string>', '"x"@EN-us', '"tab\\there"', '"a\\u00e9b"', '"é"', '"q\\"uote"',
+                  '"back\\\\slash"', '"nl\\nx"', '"\\U0001F600"', '"\\b\\f"', f'"01"^^<{XSD}integer>',
+                  '<http://ex.org/\\u00e9>', '_:b1', '"\\u0007"', '"\x7f"', '"\u2028"']
+
+
+@pytest.mark.parametrize("name", ["f.nt", "f.nq"])
+def test_ntriples_native_reader_gives_what_the_line_reader_gives(name):
+    """A file pyoxigraph parses whole is read natively: the same messages, line numbers and skipped
+    lines as the line-by-line reader, on terms whose spellings differ between writers."""
+    graph = f" <{EX}g>" if name.endswith(".nq") else ""
+    lines = ["# a comment", ""] + [f"<{EX}s{k}> <{EX}p> {o}{graph if k % 2 else ''} ." for k, o in enumerate(TRICKY_OBJECTS)]
+    data = ("\r\n".join(lines) + "\n").encode()
+    fmt, terms = ("n-quads", 4) if name.endswith(".nq") else ("n-triples", 3)
+    native, by_line = parse(name, data), parse_lines(data, fmt, terms)
+    assert native.columns is not None and by_line.columns is None
+    assert native.messages == by_line.messages and len(native.messages) == len(TRICKY_OBJECTS)
+    assert (native.lines, native.skipped, native.bad) == (by_line.lines, by_line.skipped, by_line.bad) == (len(lines), 2, [])
+
+
+@pytest.mark.parametrize("line", ['"lit" <http://ex.org/p> <http://ex.org/o> .', "<relative> <http://ex.org/p> <http://ex.org/o> .",
+                                  '<http://ex.org/s> <http://ex.org/p> "x"^^<http://www.w3.org/2001/XMLSchema#integer> .',
+                                  "<http://ex.org/s> <http://ex.org/p> <http://ex.org/o>"])
+def test_ntriples_a_file_pyoxigraph_or_lakegraph_refuses_is_read_line_by_line(line):
+    data = f"<{EX}s> <{EX}p> <{EX}o> .\n{line}\n".encode()
+    result = parse("f.nt", data)
+    assert result.columns is None
+    assert result.messages == parse_lines(data, "n-triples", 3).messages and result.balanced

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from schemas.terms import TermError, parse_term
 
@@ -107,6 +108,15 @@ class ParseResult:
     def next_seq(self) -> int:
         """The ``seq_in_file`` of the next message."""
         return self.count + 1
+
+
+def per_distinct(column: pa.Array | pa.ChunkedArray, function: Callable[[str], str | None]) -> pa.Array:
+    """``function`` applied once per distinct value of a string ``column`` (nulls stay null): a
+    stream repeats its terms, and a term is canonicalised in Python."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    encoded = pc.dictionary_encode(column)
+    return pa.array([function(v) for v in encoded.dictionary.to_pylist()], pa.string()).take(encoded.indices)
 
 
 def split_lines(data: bytes) -> list[bytes]:

@@ -15,7 +15,7 @@ import pyarrow.json as pa_json
 
 from schemas.terms import TermError, canonical_nt
 
-from .base import MESSAGE_COLUMNS, BadLine, Message, ParseResult, counted_lines, parse_stream, parse_time
+from .base import MESSAGE_COLUMNS, BadLine, Message, ParseResult, counted_lines, parse_stream, parse_time, per_distinct
 
 _REQUIRED = ("time", "op", "s", "p", "o")
 _OPS = {"+": "insert", "-": "delete"}
@@ -65,12 +65,6 @@ def _message(seq: int, number: int, text: str) -> Message:
                    _term(record, "s"), _term(record, "p"), _term(record, "o"), _stream(record))
 
 
-def _canonical(column: pa.ChunkedArray, canonical) -> pa.Array:
-    """``canonical`` applied once per distinct value of ``column`` (a stream repeats its terms)."""
-    encoded = pc.dictionary_encode(column.combine_chunks())
-    return pa.array([canonical(v) for v in encoded.dictionary.to_pylist()], pa.string()).take(encoded.indices)
-
-
 def _read_natively(data: bytes) -> pa.Table | None:
     """The messages of a file whose every line is a good message, read by pyarrow's JSON reader
     and checked column by column (:data:`MESSAGE_COLUMNS`); None when any line is not (or the file
@@ -90,8 +84,8 @@ def _read_natively(data: bytes) -> pa.Table | None:
                 and pc.all(pc.match_substring_regex(read["time"], _ISO_TIME)).as_py()):
             return None
         times = pc.cast(read["time"], MESSAGE_COLUMNS.field("event_time").type)
-        terms = {name: _canonical(read[name], canonical_nt) for name in ("s", "p", "o")}
-        streams = _canonical(read["stream"], parse_stream)        # nulls stay null
+        terms = {name: per_distinct(read[name], canonical_nt) for name in ("s", "p", "o")}
+        streams = per_distinct(read["stream"], parse_stream)        # nulls stay null
     except (pa.ArrowInvalid, UnicodeDecodeError, TermError, ValueError):
         return None
     lines = pa.array(range(1, read.num_rows + 1), pa.int64())

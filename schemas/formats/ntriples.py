@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from schemas.terms import Term, TermError, read_term
+import pyarrow as pa
+import pyoxigraph as ox
 
-from .base import BadLine, Message, ParseResult, counted_lines
+from schemas.terms import Term, TermError, canonical_nt, read_term
+
+from .base import MESSAGE_COLUMNS, BadLine, Message, ParseResult, counted_lines, per_distinct, split_lines
 
 _SPACE = " \t"
 
@@ -52,8 +55,62 @@ def stream_of(graph: Term | None) -> str | None:
     return graph.value
 
 
+def _statement_lines(data: bytes) -> tuple[int, list[int]] | None:
+    """The file's line count and the numbers of its statement lines (neither blank nor a comment);
+    None when it is not UTF-8 or starts with a byte order mark (the line reader reports those)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = split_lines(data)
+    return len(lines), [k for k, line in enumerate(lines, start=1)
+                        if (text := line.strip()) and not text.startswith(b"#")]
+
+
+def _read_natively(data: bytes, fmt: str) -> ParseResult | None:
+    """The file parsed by pyoxigraph's N-Triples/N-Quads parser, when it takes every statement line
+    (one statement per line) and every term is one lakegraph takes too: then its terms, written as
+    N-Triples and canonicalised once per distinct term, are exactly what the line reader gives
+    (tested on the escapes, language tags and datatypes where spellings differ). None otherwise:
+    the line reader then names each bad line."""
+    counted = _statement_lines(data)
+    if counted is None:
+        return None
+    count, numbers = counted
+    try:
+        quads = list(ox.parse(data, format=ox.RdfFormat.N_QUADS if fmt == "n-quads" else ox.RdfFormat.N_TRIPLES))
+    except SyntaxError:
+        return None
+    if len(quads) != len(numbers):
+        return None
+    graphs = [q.graph_name for q in quads] if fmt == "n-quads" else []
+    if any(isinstance(g, ox.BlankNode) for g in graphs):
+        return None
+    spelled = ([str(q.subject) for q in quads], [str(q.predicate) for q in quads], [str(q.object) for q in quads])
+    try:
+        terms = [per_distinct(pa.array(column, pa.string()), canonical_nt) for column in spelled]
+    except TermError:
+        return None
+    n = len(quads)
+    streams = pa.array([g.value if isinstance(g, ox.NamedNode) else None for g in graphs] or [None] * n, pa.string())
+    columns = pa.table([pa.array(numbers, pa.int64()), pa.repeat(pa.scalar("file"), n),
+                        pa.nulls(n, MESSAGE_COLUMNS.field("event_time").type), pa.repeat(pa.scalar("insert"), n),
+                        *terms, streams, pa.nulls(n, pa.string())], schema=MESSAGE_COLUMNS)
+    return ParseResult(fmt, lines=count, skipped=count - n, columns=columns)
+
+
 def _parse(data: bytes, fmt: str, max_terms: int) -> ParseResult:
     """All statements of the file are one event (an initial load is one change)."""
+    native = _read_natively(data, fmt)
+    if native is not None:
+        return native
+    return parse_lines(data, fmt, max_terms)
+
+
+def parse_lines(data: bytes, fmt: str, max_terms: int) -> ParseResult:
+    """The file read one line at a time, each bad line with its fault."""
     result = ParseResult(fmt)
     for number, text in counted_lines(data, result):
         stripped = text.strip()
