@@ -1,4 +1,4 @@
-"""The benchmark harness: a deterministic generator, and one tiny end-to-end run of the three systems."""
+"""The benchmark harness: a deterministic generator, and one tiny end-to-end run of the four systems."""
 from __future__ import annotations
 
 import json

@@ -44,9 +44,9 @@ ON_DEMO_LAKE = {"docs/sql.md", "docs/audit.md", "docs/airflow.md", "docs/engines
 ELSEWHERE: dict[str, str] = {
     "bash scripts/demo.sh": "tests/test_cli_process.py::test_demo_script_runs_quietly",
     ".venv/bin/python -m pytest -q": "the suite itself: .ci/run runs exactly this",
-    ".venv/bin/python -m bench": "tests/test_bench.py::test_smoke_three_systems_agree_and_outputs_exist",
+    ".venv/bin/python -m bench": "tests/test_bench.py::test_smoke_four_systems_agree_and_outputs_exist",
     ".venv/bin/python -m bench --scales 1,10,70 --batch-sizes 1000,10000,100000 --batches 5":
-        "tests/test_bench.py::test_smoke_three_systems_agree_and_outputs_exist",
+        "tests/test_bench.py::test_smoke_four_systems_agree_and_outputs_exist",
     ".venv/bin/python -m bench --help": "tests/test_bench.py::test_help_lists_every_option",
     ".venv/bin/python -m bench.windows":
         "tests/test_bench.py::test_window_benchmark_smoke_agrees_and_reports_bounded_state",
