@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Union
 
@@ -119,10 +120,12 @@ class LazySpark:
     def __init__(self, start: Callable[[], "SparkSession"]) -> None:
         self._start = start
         self._session: "SparkSession | None" = None
+        self._lock = threading.Lock()       # windowed queries run on threads: one start for all
 
     def __call__(self) -> "SparkSession":
-        if self._session is None:
-            self._session = self._start()
+        with self._lock:
+            if self._session is None:
+                self._session = self._start()
         return self._session
 
     @property

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -69,6 +70,7 @@ class DeltaRsStore:
         # so the last few opened are kept as they are.
         self._latest: dict[str, DeltaTable] = {}
         self._pinned: OrderedDict[tuple[str, int], DeltaTable] = OrderedDict()
+        self._pinning = threading.Lock()    # the queries of a batch read on threads (Runner)
         # The rows of a table at the last version this store read or wrote, while small: a batch
         # reads the state tables at the versions the previous batch wrote (and versions never
         # change), and reading them back from parquet cost more than the batch's own work on them.
@@ -105,13 +107,18 @@ class DeltaRsStore:
                 if self._current is not None and name not in self._others:
                     self._current.add(name)
                 return dt
+            latest = self._latest.get(name)
+            if latest is not None and latest.version() == version:    # the same snapshot, already loaded
+                return latest
             key = (name, version)
-            if key not in self._pinned:
-                self._pinned[key] = DeltaTable(self.path(name), version=version)
-                if len(self._pinned) > _PINNED_CACHE:
-                    self._pinned.popitem(last=False)
-            self._pinned.move_to_end(key)
-            return self._pinned[key]
+            with self._pinning:
+                dt = self._pinned.get(key)
+                if dt is None:
+                    dt = self._pinned[key] = DeltaTable(self.path(name), version=version)
+                    if len(self._pinned) > _PINNED_CACHE:
+                        self._pinned.popitem(last=False)
+                self._pinned.move_to_end(key)
+            return dt
         except TableNotFoundError as exc:
             raise TableNotFound(f"table {name!r} does not exist in lake {self.root}") from exc
         except Exception as exc:  # delta-rs raises generic errors for a missing version
