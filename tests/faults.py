@@ -2,8 +2,8 @@
 until each completes, and the lake compared with one built without a kill.
 
 The script (:func:`script`) is the example lake's life in the commands a deployment runs: ingests
-(N-Triples, Turtle background graphs, RDF Patch, JSON Lines), registrations with a backfill (a
-DISTINCT triangle, an aggregate, a property path, a windowed query), runs in several small batches
+(N-Triples, Turtle background graphs, RDF Patch, JSON Lines), registrations with a backfill (an
+aggregate over a join, a property path, a windowed query), runs in several small batches
 (``--max-rows``), a maintenance that compacts and vacuums (retention 0, forced, so it really deletes
 files) between two runs, and a last run that flushes the windows.
 
@@ -82,7 +82,6 @@ def script(files: Path, retention_hours: int = 0) -> list[Step]:
     return [
         ingest("landing/01_initial.nt", "paths/org.ttl"),
         ingest("windows/building.ttl", stream="http://example.org/building"),
-        register("queries/classmates.rq"),
         register("queries/enrolment.rq"),
         register("paths/under_ceo.rq"),
         register("windows/together.rq", "--lateness", "2s"),

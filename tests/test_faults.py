@@ -6,7 +6,7 @@ from .faults import differences, landing, run_clean, run_with_kills, script
 
 #: Seeds of the CI sample; a seed that once found a bug joins them.
 SEEDS = (14,)
-KILLS = 26
+KILLS = 24
 
 
 def test_kills_during_ingest_register_run_and_maintain_lose_and_double_nothing(tmp_path):

@@ -69,7 +69,8 @@ def compile_file(path: str, name: str | None, lateness: str | None = None, outpu
         raise CliError(f"--output-stream: {exc}") from None
     text, stem = read_query(path)
     query = parse_query(text, path)
-    return compile_query(query, validate_name(name or query.register_name or stem), lateness_ms, output, paths)
+    chosen = name if name is not None else query.register_name or stem      # --name "" is refused, not ignored
+    return compile_query(query, validate_name(chosen), lateness_ms, output, paths)
 
 
 def cmd_register(ctx: "Context") -> None:

@@ -89,8 +89,10 @@ def register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str
 def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str, master: str | None) -> dict:
     init_lake(store)
     active = catalog.registered(store)
-    if any(q.plan.name == plan.name for q in active):
-        raise RegistrationError(f"a query named {plan.name!r} is already registered; unregister it first")
+    # case-insensitively: Spark SQL (lakegraph sql) does not tell gold_Q from gold_q
+    taken = [q.plan.name for q in active if q.plan.name.lower() == plan.name.lower()]
+    if taken:
+        raise RegistrationError(f"a query named {taken[0]!r} is already registered; unregister it first")
     at = checkpoint(store)
     in_use = set(catalog.shared_tables([q.plan for q in active]))
     # leftovers of an interrupted registration of this name, and views nobody uses
