@@ -136,21 +136,26 @@ def run_with_kills(lake: Path, steps: list[Step], durations: list[float], start_
                    seed: int) -> Kills:
     """Run ``steps``, killing about ``kills`` of their processes (each step's share in proportion
     to its work) at a moment drawn (``seed``) between ``start_up`` and 1.1 times its uninterrupted
-    duration; a killed step is restarted until it completes (its restart may be killed too)."""
+    duration, both scaled by how much slower or faster than the uninterrupted run the last step
+    that ran to its end was; a killed step is restarted until it completes (its restart may be
+    killed too), and a kill that came too late goes to the next step."""
     rng = random.Random(seed)
     owed = [0] * len(steps)
     for index in rng.choices(range(len(steps)), weights=[max(d - start_up, 0.1) for d in durations], k=kills):
         owed[index] += 1
     report = Kills()
+    pace = 1.0      # this run's speed against the uninterrupted one's (the machine's load moves)
     for index, step in enumerate(steps):
         while True:
+            began = time.monotonic()
             process = start(lake, step)
             if not owed[index]:
                 finish(process, step)
+                pace = (time.monotonic() - began) / durations[index]
                 break
             owed[index] -= 1
             try:
-                process.wait(timeout=rng.uniform(start_up, max(durations[index], start_up) * 1.1))
+                process.wait(timeout=pace * rng.uniform(start_up, max(durations[index], start_up) * 1.1))
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.communicate()
@@ -158,6 +163,7 @@ def run_with_kills(lake: Path, steps: list[Step], durations: list[float], start_
                 report.restarts += 1
                 continue
             report.missed += 1          # the step finished first: its next kill goes to the next step
+            pace = (time.monotonic() - began) / durations[index]
             if index + 1 < len(steps):
                 owed[index + 1] += owed[index] + 1
                 owed[index] = 0
