@@ -26,11 +26,8 @@ class AnswerError(ValueError):
 
 
 def gold_version(store: TableStore, name: str, batch: int | None = None, when: datetime | None = None) -> int:
-    """The version of the query's gold table holding its answers after ``batch`` (or at ``when``).
-
-    After batch N nothing changes until batch N+1 is planned, and the plan records every table's
-    version at that point; for the newest batch that is the current version.
-    """
+    """The version of the query's gold table holding its answers after ``batch`` (by default the
+    last completed one), or at ``when``."""
     query = catalog.lookup(store, name)
     table = gold_table(name)
     if when is not None:
@@ -38,13 +35,28 @@ def gold_version(store: TableStore, name: str, batch: int | None = None, when: d
             return store.version_at(table, when)
         except StorageError as exc:
             raise AnswerError(f"query {name!r} has no answers at {when.isoformat()}: it did not exist yet") from exc
-    if batch is None:
-        return store.version(table)
+    return batch_version(store, query, table, batch)
+
+
+def batch_version(store: TableStore, query: catalog.Registered, table: str, batch: int | None = None) -> int:
+    """The version of ``table``, one of the query's, after ``batch`` (by default the last
+    completed one).
+
+    After batch N nothing changes until batch N+1 is planned, and the plan records every table's
+    version at that point; for the newest batch that is the current version. Reading the last
+    completed batch rather than the newest commit keeps a reader to whole batches: a batch under
+    way (or interrupted by a crash) commits gold and its changes before its done record.
+    """
     log = BatchLog(store)
+    last = log.last_done()
+    name = query.plan.name
+    if batch is None:
+        if last is None:
+            return store.version(table)
+        batch = last.batch
     if batch < query.registered_batch:
         raise AnswerError(f"query {name!r} was registered at batch {query.registered_batch}; "
                           f"batch {batch} is before it")
-    last = log.last_done()
     if last is None or batch > last.batch:
         raise AnswerError(f"batch {batch} has not run yet (last completed batch: {last.batch if last else 'none'})")
     following = [r for r in log.records("planned") if r.batch == batch + 1]
@@ -114,8 +126,8 @@ def answers(store: TableStore, name: str, batch: int | None = None, when: dateti
 
 def changes(store: TableStore, name: str, since_batch: int | None = None) -> pa.Table:
     """The query's answer changes (after ``since_batch`` when given), in batch order."""
-    catalog.lookup(store, name)
-    table = store.read_arrow(changes_table(name))
+    query = catalog.lookup(store, name)
+    table = store.read_arrow(changes_table(name), batch_version(store, query, changes_table(name)))
     order = [S.BATCH] + ([S.WINDOW] if S.WINDOW in table.column_names else []) + [S.SIGN]
     table = table.sort_by([(c, "ascending") for c in order])
     if since_batch is not None:  # sliced, not filtered: a Python value in pc.greater imports pandas

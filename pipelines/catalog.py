@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from schemas import tables as S
 from views.path_views import PathDef
+from views.model import validate_name
 from views.plan import QueryPlan, ViewDef
 
 from .lake import (QUERIES, background_table, bag_table, buffer_table, changes_table, gold_table, now, pe_table,
@@ -84,4 +85,5 @@ def add(store: TableStore, plan: QueryPlan, registered_batch: int) -> None:
 
 
 def remove(store: TableStore, name: str) -> None:
-    store.delete(QUERIES, f"name = '{name}'")
+    # the name goes into a predicate: only a name a query could have (no quote) gets there
+    store.delete(QUERIES, f"name = '{validate_name(name)}'")

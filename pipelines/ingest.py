@@ -1,8 +1,8 @@
 """Bronze ingest: landing files become bronze rows, exactly once, with bad input quarantined.
 
-Each file is handled under an exclusive lock on ``<lake>/_ingest.lock``, so concurrent ingests
-serialise file by file: ids and seqs are never handed out twice, bronze commit order is seq order,
-and a file (identified by absolute path and SHA-256 of its content) is ingested at most once.
+Each file is handled under the lake's ingest lock (:mod:`pipelines.storage.lock`), so concurrent
+ingests serialise file by file: ids and seqs are never handed out twice, bronze commit order is seq
+order, and a file (identified by absolute path and SHA-256 of its content) is ingested at most once.
 
 A file lands in up to three commits, each carrying ``Txn("ingest", ingest_id)``: its quarantine
 rows, its bronze rows (the point of no return), then its ingest log row; empty batches are not
@@ -13,13 +13,12 @@ tables an uninterrupted run gives.
 """
 from __future__ import annotations
 
-import fcntl
 import hashlib
+import math
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Iterator
+from typing import Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,10 +28,10 @@ from schemas.formats import BadLine, ParseResult, parse, split_lines
 
 from .lake import BRONZE, FIXED_TABLES, INGEST_LOG, QUARANTINE, now
 from .storage import TableStore, Txn
+from .storage.lock import ingesting
 
 #: App id of the ingest commits; the transaction version is the ingest id.
 APP = "ingest"
-LOCK_FILE = "_ingest.lock"
 UNKNOWN_SHA = "unknown"
 #: Where the files lakegraph writes itself (REGISTER STREAM output) live, inside the lake.
 GENERATED = "_streams"
@@ -99,7 +98,7 @@ class IngestReport:
                 f"({self.files} files, {self.lines} lines)")
 
 
-# -- files and the lock -------------------------------------------------------------------------
+# -- files --------------------------------------------------------------------------------------
 def expand_paths(paths: list[str]) -> list[str]:
     """Absolute file paths in the order given, directories walked recursively in sorted order.
     Hidden files and directories inside a walked directory are left out; duplicates are dropped."""
@@ -117,18 +116,6 @@ def expand_paths(paths: list[str]) -> list[str]:
         else:
             raise FileNotFoundError(f"no such file or directory: {given}")
     return list(dict.fromkeys(found))
-
-
-@contextmanager
-def lake_lock(root: str) -> Iterator[None]:
-    """Hold the lake's exclusive ingest lock (released by the OS if the process dies)."""
-    os.makedirs(root, exist_ok=True)
-    with open(os.path.join(root, LOCK_FILE), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _sha256(data: bytes) -> str:
@@ -279,24 +266,28 @@ def ingest_generated(store: TableStore, stem: str, data: bytes) -> FileReport:
         with open(full + ".tmp", "wb") as handle:
             handle.write(data)
         os.replace(full + ".tmp", full)
-    with lake_lock(store.root):
+    # Waits as long as it takes: its caller holds the writer lock, so only an ingest's file (a
+    # bounded commit) can hold the ingest lock now, and giving up would interrupt a batch.
+    with ingesting(store.root, "run", math.inf):
         return _ingest_file(store, recover(store), path, data, None, None)
 
 
 def ingest_paths(store: TableStore, paths: list[str], on_file: Callable[[FileReport], None] | None = None,
-                 stream: str | None = None, event_time: datetime | None = None) -> IngestReport:
+                 stream: str | None = None, event_time: datetime | None = None,
+                 wait: float | None = None) -> IngestReport:
     """Ingest files and directories into bronze (creating the ingest tables when missing);
     ``on_file`` is told about each file as it is done (progress). ``stream`` and ``event_time`` are
-    the defaults of messages whose format carries none (a bare stream IRI; an aware time)."""
+    the defaults of messages whose format carries none (a bare stream IRI; an aware time). Each
+    file waits at most ``wait`` seconds for the ingest lock (:func:`~pipelines.storage.lock.hold`)."""
     files = expand_paths(paths)
     report = IngestReport()
-    with lake_lock(store.root):
+    with ingesting(store.root, "ingest", wait):
         for name in (QUARANTINE, BRONZE, INGEST_LOG):
             store.create(name, FIXED_TABLES[name])
     for path in files:
         with open(path, "rb") as handle:
             data = handle.read()
-        with lake_lock(store.root):
+        with ingesting(store.root, "ingest", wait):
             report.rows.append(_ingest_file(store, recover(store), path, data, stream, event_time))
         if on_file:
             on_file(report.rows[-1])

@@ -14,6 +14,7 @@ import pyarrow as pa
 from schemas import tables as S
 
 from .storage import TableStore, Txn
+from .storage.lock import ingesting
 
 BRONZE = "bronze"
 QUARANTINE = "quarantine"
@@ -77,13 +78,18 @@ def windows_table(query: str) -> str:
     return f"w_{query}_windows"
 
 
-def init_lake(store: TableStore) -> list[str]:
-    """Create the fixed tables that are missing; returns the names created."""
+def init_lake(store: TableStore, wait: float | None = None) -> list[str]:
+    """Create the fixed tables that are missing; returns the names created. Under the ingest lock
+    (waiting at most ``wait`` seconds), which an ingest creating the same tables holds too: two
+    first commits of one table would race."""
+    if all(store.exists(name) for name in FIXED_TABLES):
+        return []
     created = []
-    for name, schema in FIXED_TABLES.items():
-        if not store.exists(name):
-            store.create(name, schema)
-            created.append(name)
+    with ingesting(store.root, "init", wait):
+        for name, schema in FIXED_TABLES.items():
+            if not store.exists(name):
+                store.create(name, schema)
+                created.append(name)
     return created
 
 

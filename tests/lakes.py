@@ -13,10 +13,28 @@ from pipelines.ingest import ingest_paths
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
 from pipelines.storage import TableStore, open_store
+from pipelines.storage.delta_rs import DeltaRsStore
 from views.plan import compile_query
 from views.sparql import parse_query
 
 from .streams import PREFIXES, Stream
+
+
+#: Columns that hold the wall-clock time of a write, which a re-run cannot reproduce.
+WRITE_TIMES = ("logged_at", "ingested_at", "registered_at", "quarantined_at")
+
+
+def snapshot(root: Path, ignore: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """Every table's rows as sorted reprs (bags: row order is not content), without
+    :data:`WRITE_TIMES` and the columns ``ignore``."""
+    store = DeltaRsStore(str(root))
+    out = {}
+    for name in store.tables():
+        table = store.read_arrow(name)
+        drop = [c for c in WRITE_TIMES + ignore if c in table.schema.names]
+        rows = table.drop_columns(drop).to_pylist()
+        out[name] = sorted(map(repr, rows))
+    return out
 
 
 @dataclass
@@ -67,6 +85,6 @@ def ops_context(store: TableStore, argv: list[str]) -> Context:
     add_commands(add)
     args = parser.parse_args(argv)
     for option, value in {"lake": store.root, "master": "local[2]", "conf": None, "storage": "delta-rs",
-                          "debug": False, "quiet": True}.items():
+                          "debug": False, "quiet": True, "wait": None}.items():
         setattr(args, option, value)
     return Context(args)

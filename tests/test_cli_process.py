@@ -9,7 +9,6 @@ import pty
 import re
 import struct
 import subprocess
-import sys
 import termios
 from pathlib import Path
 
@@ -17,17 +16,10 @@ import pytest
 
 from pipelines import cli
 
+from .processes import LAKEGRAPH, cli_env as _env
 from .test_docs import EXPORT, PROGRESS, blocks, commands
 
 ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-LAKEGRAPH = str(BIN / "lakegraph")
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("LAKEGRAPH_", "PYSPARK_", "SPARK_"))}
-    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    return {**env, **extra}
 
 
 def _stray(stderr: str) -> list[str]:

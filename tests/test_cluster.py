@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from pipelines.ops.cluster import standalone_cluster
 
+from .processes import LAKEGRAPH
+
 ROOT = Path(__file__).resolve().parents[1]
-LAKEGRAPH = str(Path(sys.executable).with_name("lakegraph"))
 QUERIES = ("teaching", "classmates", "enrolment")
 
 

@@ -4,7 +4,6 @@ state and property-path state included."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -15,6 +14,7 @@ from pipelines.storage.delta_rs import DeltaRsStore
 from views.plan import compile_query
 from views.sparql import parse_query
 
+from .lakes import snapshot
 from .streams import PREFIXES, Stream
 
 QUERIES = {
@@ -68,18 +68,6 @@ class CrashAfter:
 
 class CrashingStore(CrashAfter, DeltaRsStore):
     """A real delta-rs store that crashes after ``budget`` commits."""
-
-
-def snapshot(root: Path) -> dict[str, list]:
-    """Every table's rows, order-free; the batch log without its timestamps."""
-    store = DeltaRsStore(str(root))
-    out = {}
-    for name in store.tables():
-        table = store.read_arrow(name)
-        drop = [c for c in ("logged_at", "ingested_at", "registered_at") if c in table.schema.names]
-        rows = table.drop_columns(drop).to_pylist()
-        out[name] = sorted(map(repr, rows))
-    return out
 
 
 @pytest.fixture(scope="module")

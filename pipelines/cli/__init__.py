@@ -45,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--storage", choices=["auto", "delta-rs", "delta-spark"], default=None,
                         help="storage backend (default: $LAKEGRAPH_STORAGE, else auto: delta-rs unless a "
                              "started Spark session has the Delta jars)")
+    parser.add_argument("--wait", metavar="SECONDS", help="how long a command that changes the lake waits for "
+                        "another one's lock before it gives up (default: $LAKEGRAPH_WAIT, else 10; "
+                        "docs/reliability.md)")
     parser.add_argument("--debug", action="store_true",
                         help="on an error show the traceback; show what the JVM prints (otherwise in "
                              "<lake>/_logs/spark.log)")

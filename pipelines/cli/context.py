@@ -6,6 +6,7 @@ import logging
 import os
 
 from ..spark import LazySpark, parse_conf, resolve_master
+from ..storage.lock import default_wait, parse_wait
 
 LAKE_ENV = "LAKEGRAPH_LAKE"
 #: Where a command's JVM writes (start-up banner, log4j, exit-time errors), relative to the lake.
@@ -52,6 +53,10 @@ class Context:
             self.conf = parse_conf(args.conf)
         except ValueError as exc:
             raise CliError(str(exc)) from exc
+        try:
+            self.wait = default_wait() if args.wait is None else parse_wait(args.wait)
+        except ValueError as exc:
+            raise CliError(f"--wait: {exc}") from exc
         self.spark = LazySpark(self._start_spark)
         self._owns_spark = False
         self._store = None

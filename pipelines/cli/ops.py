@@ -28,7 +28,7 @@ def cmd_maintain(ctx: "Context") -> None:
 
     store = ctx.require_lake()
     hours = TIME_TRAVEL_HORIZON_HOURS if ctx.args.retention_hours is None else ctx.args.retention_hours
-    print(maintain(store, hours, ctx.args.force).summary())
+    print(maintain(store, hours, ctx.args.force, ctx.wait).summary())
 
 
 def add_commands(add) -> None:

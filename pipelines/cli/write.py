@@ -17,7 +17,7 @@ ENGINE_HELP = ("where the delta joins run: arrow (in process), spark (Spark jobs
 def cmd_init(ctx: "Context") -> None:
     from ..lake import init_lake
 
-    created = init_lake(ctx.store())
+    created = init_lake(ctx.store(), ctx.wait)
     print(f"lake {ctx.lake}: " + (f"created {', '.join(created)}" if created else "already initialised"))
 
 
@@ -34,7 +34,7 @@ def cmd_ingest(ctx: "Context") -> None:
     progress = Progress(ctx.args.quiet, "ingest", "file")
     try:
         report = ingest_paths(ctx.store(), ctx.args.paths, on_file=lambda f: progress.step(f.line()),
-                              stream=stream, event_time=when)
+                              stream=stream, event_time=when, wait=ctx.wait)
     finally:
         progress.close()
     print(report.summary())
@@ -69,7 +69,8 @@ def compile_file(path: str, name: str | None, lateness: str | None = None, outpu
         raise CliError(f"--output-stream: {exc}") from None
     text, stem = read_query(path)
     query = parse_query(text, path)
-    return compile_query(query, validate_name(name or query.register_name or stem), lateness_ms, output, paths)
+    chosen = name if name is not None else query.register_name or stem      # --name "" is refused, not ignored
+    return compile_query(query, validate_name(chosen), lateness_ms, output, paths)
 
 
 def cmd_register(ctx: "Context") -> None:
@@ -77,7 +78,7 @@ def cmd_register(ctx: "Context") -> None:
 
     plan = compile_file(ctx.args.file, ctx.args.name, ctx.args.lateness, ctx.args.output_stream, ctx.args.paths)
     store = ctx.require_lake()
-    result = register(store, ctx.spark, plan, ctx.args.engine, ctx.args.master)
+    result = register(store, ctx.spark, plan, ctx.args.engine, ctx.args.master, ctx.wait)
     print(f"registered {plan.name} ({plan.query_class}) at batch {result['batch']}: "
           f"{result['views']} view(s), {result['new_views']} new; {result['answers']} answer(s) from the backfill"
           + (f"; {result['windows']} window(s) emitted" if plan.streams else ""))
@@ -86,7 +87,7 @@ def cmd_register(ctx: "Context") -> None:
 def cmd_unregister(ctx: "Context") -> None:
     from ..engine.register import unregister
 
-    dropped = unregister(ctx.require_lake(), ctx.args.name)
+    dropped = unregister(ctx.require_lake(), ctx.args.name, ctx.wait)
     print(f"unregistered {ctx.args.name}; dropped {len(dropped)} table(s): {', '.join(dropped)}")
 
 
@@ -111,7 +112,7 @@ def cmd_run(ctx: "Context") -> None:
 
     try:
         report = Runner(store, ctx.spark, ctx.args.engine, ctx.args.master).run(
-            ctx.args.max_rows, ctx.args.max_batches, on_batch=on_batch, flush=ctx.args.flush)
+            ctx.args.max_rows, ctx.args.max_batches, on_batch=on_batch, flush=ctx.args.flush, wait=ctx.wait)
     finally:
         progress.close()
     print(report.summary())

@@ -17,6 +17,7 @@ from .. import catalog
 from ..lake import BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake, progress_table
 from ..spark import SparkSource, master_of
 from ..storage import TableStore
+from ..storage.lock import writer
 from .bgp import QueryMaintainer, state_tables
 from .paths import path_backfill, path_tables
 from .runner import choose_engine, zset_engine
@@ -41,7 +42,9 @@ def checkpoint(store: TableStore) -> BatchRecord:
     if last is not None:
         return last
     head = store.version(BRONZE)
-    seqs = store.read_arrow(BRONZE, columns=["seq"])["seq"]
+    # at that version: an ingest may commit meanwhile, and a seq_to past ``head`` would make the
+    # first batch, which reads the feed after ``head``, skip the rows in between
+    seqs = store.read_arrow(BRONZE, head, columns=["seq"])["seq"]
     record = BatchRecord(batch=0, status="done", bronze_from=0, bronze_to=head, seq_from=0,
                          seq_to=pc.max(seqs).as_py() if len(seqs) else 0,
                          stats={"batch": 0, "messages": len(seqs)})
@@ -74,14 +77,22 @@ def _fill_path(store: TableStore, path: PathDef) -> None:
 
 
 def register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str = "auto",
-             master: str | None = None) -> dict:
+             master: str | None = None, wait: float | None = None) -> dict:
     """Register ``plan``; returns counts of what the backfill wrote. The backfill runs on the Z-set
     engine :func:`~pipelines.engine.runner.choose_engine` picks for the checkpoint's bronze rows
-    (Arrow in process for a small lake on a local master: no Spark job unless a FILTER needs one)."""
+    (Arrow in process for a small lake on a local master: no Spark job unless a FILTER needs one).
+    Holds the lake's writer lock, waiting at most ``wait`` seconds for it."""
+    with writer(store.root, "register", wait):
+        return _register(store, spark, plan, engine, master)
+
+
+def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str, master: str | None) -> dict:
     init_lake(store)
     active = catalog.registered(store)
-    if any(q.plan.name == plan.name for q in active):
-        raise RegistrationError(f"a query named {plan.name!r} is already registered; unregister it first")
+    # case-insensitively: Spark SQL (lakegraph sql) does not tell gold_Q from gold_q
+    taken = [q.plan.name for q in active if q.plan.name.lower() == plan.name.lower()]
+    if taken:
+        raise RegistrationError(f"a query named {taken[0]!r} is already registered; unregister it first")
     at = checkpoint(store)
     in_use = set(catalog.shared_tables([q.plan for q in active]))
     # leftovers of an interrupted registration of this name, and views nobody uses
@@ -137,8 +148,14 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
     return Progress.last(store.read_arrow(progress_table(plan.name)))
 
 
-def unregister(store: TableStore, name: str) -> list[str]:
-    """Remove query ``name`` and the tables only it uses; returns the tables dropped."""
+def unregister(store: TableStore, name: str, wait: float | None = None) -> list[str]:
+    """Remove query ``name`` and the tables only it uses; returns the tables dropped. Holds the
+    lake's writer lock, waiting at most ``wait`` seconds for it."""
+    with writer(store.root, "unregister", wait):
+        return _unregister(store, name)
+
+
+def _unregister(store: TableStore, name: str) -> list[str]:
     query = catalog.lookup(store, name)
     others = set(catalog.shared_tables([q.plan for q in catalog.registered(store) if q.plan.name != name]))
     catalog.remove(store, name)

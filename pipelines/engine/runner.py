@@ -28,6 +28,7 @@ from .. import catalog
 from ..lake import BATCH_APP, BRONZE, SHARED_TABLES, BatchLog, BatchRecord, changes_table, gold_table, init_lake
 from ..spark import SparkSource, master_of, session
 from ..storage import TableStore, Txn
+from ..storage.lock import writer
 from .arrow import ArrowZSets
 from .bgp import state_tables
 from .spark import SparkZSets, filter_arrow
@@ -160,14 +161,17 @@ class Runner:
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, max_rows: int | None = None, max_batches: int | None = None,
-            on_batch: Callable[[dict], None] | None = None, flush: bool = False) -> RunReport:
-        """Run batches until bronze is consumed (or ``max_batches``). With ``flush`` (end of stream),
-        then a batch that emits every window still holding data; what that appends to bronze
-        (``REGISTER STREAM`` output) is run and flushed in turn, so a chain drains to its end
-        (:func:`flush_order`)."""
-        init_lake(self.store)
-        with self.store.writing(others=SHARED_TABLES):
-            return self._run(max_rows, max_batches, on_batch, flush)
+            on_batch: Callable[[dict], None] | None = None, flush: bool = False,
+            wait: float | None = None) -> RunReport:
+        """Run batches until bronze is consumed (or ``max_batches``), holding the lake's writer
+        lock (waiting at most ``wait`` seconds for it: :mod:`pipelines.storage.lock`). With
+        ``flush`` (end of stream), then a batch that emits every window still holding data; what
+        that appends to bronze (``REGISTER STREAM`` output) is run and flushed in turn, so a chain
+        drains to its end (:func:`flush_order`)."""
+        with writer(self.store.root, "run", wait):
+            init_lake(self.store)
+            with self.store.writing(others=SHARED_TABLES):
+                return self._run(max_rows, max_batches, on_batch, flush)
 
     def _run(self, max_rows: int | None, max_batches: int | None, on_batch: Callable[[dict], None] | None,
              flush: bool) -> RunReport:
@@ -188,7 +192,7 @@ class Runner:
         if pending is not None:
             done(self._process(pending, self._rows_of(pending), plans))
         self._drain(plans, max_rows, room, done)
-        for level in flush_order(plans) if flush else []:
+        for level in flush_order(plans) if flush and not self._flushed() else []:
             if not room():
                 break
             last = self.log.last_done()
@@ -199,6 +203,14 @@ class Runner:
             done(self._process(record, self._rows_of(record), plans))
             self._drain(plans, max_rows, room, done)
         return report
+
+    def _flushed(self) -> bool:
+        """Whether the last completed batch is a flush with nothing after it: flushing again would
+        only add a batch that emits nothing, so a ``run --flush`` restarted after a kill, or run
+        twice, ends with the batches a single one leaves. (In a chain of REGISTER STREAM queries,
+        a restart after the first level's output has been run flushes every level again.)"""
+        last = self.log.last_done()
+        return last is not None and any("flush" in r.stats for r in self.log.records("planned") if r.batch == last.batch)
 
     def _drain(self, plans, max_rows: int | None, room: Callable[[], bool], done: Callable[[dict], None]) -> int:
         """Batches over the bronze rows after the last completed batch while ``room()``; how many ran."""

@@ -30,6 +30,7 @@ from .. import catalog
 from ..engine.bgp import state_tables
 from ..lake import BATCHES, BRONZE, QUERIES, BatchLog, now
 from ..storage import TableStore
+from ..storage.lock import ingesting, writer
 
 #: How far back time travel is guaranteed (Delta's own default for deleted-file retention).
 TIME_TRAVEL_HORIZON_HOURS = 168
@@ -108,13 +109,21 @@ def clustering(queries: list[catalog.Registered]) -> dict[str, tuple[str, ...]]:
 
 
 def maintain(store: TableStore, retention_hours: int = TIME_TRAVEL_HORIZON_HOURS,
-             force: bool = False) -> MaintenanceReport:
-    """Compact then vacuum every table of the lake; see the module docstring for what is kept."""
+             force: bool = False, wait: float | None = None) -> MaintenanceReport:
+    """Compact then vacuum every table of the lake; see the module docstring for what is kept.
+    Holds both of the lake's locks (waiting at most ``wait`` seconds for each): no batch,
+    registration or ingest has files written but not yet committed, which a vacuum would take for
+    unreferenced ones."""
     if retention_hours < 0:
         raise MaintenanceError(f"retention must be at least 0 hours, got {retention_hours}")
     if retention_hours < TIME_TRAVEL_HORIZON_HOURS and not force:
         raise MaintenanceError(f"retention {retention_hours} h is shorter than the {TIME_TRAVEL_HORIZON_HOURS} h "
                                f"time-travel horizon; use force to give up time travel beyond {retention_hours} h")
+    with writer(store.root, "maintain", wait), ingesting(store.root, "maintain", wait):
+        return _maintain(store, retention_hours)
+
+
+def _maintain(store: TableStore, retention_hours: int) -> MaintenanceReport:
     if store.exists(BATCHES) and (pending := BatchLog(store).pending()) is not None:
         raise MaintenanceError(f"batch {pending.batch} was interrupted; finish it with 'lakegraph run' "
                                "before maintenance")

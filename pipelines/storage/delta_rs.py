@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Callable, Collection, Iterator, Sequence
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -31,6 +32,12 @@ _WRITERS = 4               # commits made at once by :meth:`DeltaRsStore.concurr
 def quote(column: str) -> str:
     """A column name as a DataFusion identifier (keeps case, allows any character)."""
     return '"' + column.replace('"', '""') + '"'
+
+
+def _files(dt: DeltaTable) -> list[str]:
+    """The local paths of a version's data files: delta-rs gives them percent-encoded (a lake path
+    with a space, a quote or a % would name files that do not exist)."""
+    return [unquote(uri.removeprefix("file://")) for uri in dt.file_uris()]
 
 
 def normalise_schema(schema: pa.Schema) -> pa.Schema:
@@ -254,7 +261,7 @@ class DeltaRsStore:
         from .spark_arrow import arrow_schema_to_spark
 
         dt = self._table(name, version)
-        files = dt.file_uris()
+        files = _files(dt)
         schema = arrow_schema_to_spark(self.schema(name))
         if not files:
             return self.spark.createDataFrame([], schema)
@@ -275,11 +282,11 @@ class DeltaRsStore:
         if known is not None and known[0] == at:
             return known[1].select(schema.names)
 
-        def read(uri: str) -> pa.Table:
-            table = pq.ParquetFile(uri.removeprefix("file://")).read(columns=schema.names)
+        def read(path: str) -> pa.Table:
+            table = pq.ParquetFile(path).read(columns=schema.names)
             return table.select(schema.names).cast(schema)
 
-        files = dt.file_uris()
+        files = _files(dt)
         if not files:
             table = pa.Table.from_batches([], schema)
         else:
@@ -295,7 +302,7 @@ class DeltaRsStore:
         adds = pa.RecordBatchReader.from_stream(dt.get_add_actions()).read_all()
         counts = adds.column("num_records").to_pylist()
         if None in counts:  # a file committed without statistics: count from the parquet footers
-            return sum(pq.ParquetFile(uri.removeprefix("file://")).metadata.num_rows for uri in dt.file_uris())
+            return sum(pq.ParquetFile(path).metadata.num_rows for path in _files(dt))
         return sum(counts)
 
     def version_at(self, name: str, when: datetime) -> int:
