@@ -18,6 +18,7 @@ import random
 from collections import Counter
 from datetime import datetime, timezone
 
+import pyarrow.compute as pc
 import pytest
 
 from pipelines import catalog
@@ -330,3 +331,21 @@ def test_path_times_are_max_min_over_the_window_after_every_batch(arrow_replay, 
             checked += 1
             timed |= any(ts != FOREVER for ts in want.values())
     assert checked >= 4 and timed
+
+
+def test_views_and_partial_embeddings_stay_within_twice_their_content(arrow_replay):
+    """A windowed query's views and partial embeddings are merge-on-read: a batch appends its
+    change, and a table is rewritten consolidated before its rows exceed twice its content."""
+    from pipelines.engine.arrow import consolidate
+    from pipelines.engine.windowed import merge_on_read
+
+    store, plans, _, _ = arrow_replay
+    appended = 0
+    for plan in plans.values():
+        for name in merge_on_read(plan):
+            rows = store.read_arrow(name)
+            content = consolidate(rows, [c for c in rows.column_names if c != "_mult"])
+            assert rows.num_rows <= 2 * content.num_rows, name
+            assert pc.all(pc.greater(content["_mult"], 0), min_count=0).as_py(), name
+            appended += rows.num_rows > content.num_rows
+    assert appended, "no table holds an appended change"

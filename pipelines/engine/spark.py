@@ -20,6 +20,13 @@ def _data_columns(frame: DataFrame) -> list[str]:
     return [c for c in frame.columns if c != MULT]
 
 
+def consolidate_frame(frame: DataFrame, columns: Sequence[str]) -> DataFrame:
+    """Project onto ``columns``, summing multiplicities, dropping rows that cancel out."""
+    cols = [F.col(f"`{c}`") for c in columns]
+    grouped = frame.groupBy(*cols).agg(F.sum(MULT).alias(MULT)) if cols else frame.agg(F.sum(MULT).alias(MULT))
+    return grouped.where(F.col(MULT).isNotNull() & (F.col(MULT) != 0))
+
+
 class SparkZSets:
     """:class:`pipelines.engine.zsets.ZSetEngine` on Spark; ``read`` gives a state table's frame,
     ``read_arrow`` the same table as Arrow."""
@@ -61,10 +68,7 @@ class SparkZSets:
         return reduce(lambda a, b: a.unionByName(b), frames)
 
     def consolidate(self, frame: DataFrame, columns: Sequence[str]) -> DataFrame:
-        cols = [F.col(f"`{c}`") for c in columns]
-        grouped = frame.groupBy(*cols).agg(F.sum(MULT).alias(MULT)) if cols else \
-            frame.agg(F.sum(MULT).alias(MULT))
-        return grouped.where(F.col(MULT).isNotNull() & (F.col(MULT) != 0))
+        return consolidate_frame(frame, columns)
 
     def where(self, frame: DataFrame, predicate: str | None) -> DataFrame:
         return frame.where(F.expr(predicate)) if predicate else frame

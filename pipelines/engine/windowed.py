@@ -20,7 +20,7 @@ window; an earlier window's is that minus the batch's later windows' changes
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import cache, partial
 from typing import Callable
@@ -40,17 +40,32 @@ from ..lake import (BATCH_APP, BatchRecord, background_table, buffer_table, chan
 from ..ingest import ingest_generated
 from ..storage import TableStore, Txn
 from .arrow import consolidate
-from .bgp import GOLD, QueryMaintainer
+from .bgp import GOLD, QueryMaintainer, state_tables
 from .intervals import WINDOW, IntervalZSets, last_window, view_intervals, window_changes
+from .spark import consolidate_frame
 from .step import change_rows, compute, gold_schema, unbind_stamps
 from .views import probe_arrow, view_schema
 from .windows import Emission, Progress, WindowStep, window_step
 from .zsets import ZSetEngine
 
+#: A merge-on-read table is rewritten consolidated once its rows would exceed this many times its content.
+_FOLD = 2
 #: Columns of the bronze rows the window operator reads.
 MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o", "stream", "event_time"]
 #: Builds a Z-set engine from an Arrow and a Spark reader of the state tables.
 EngineFactory = Callable[[Callable[[str], pa.Table], Callable[[str], object]], ZSetEngine]
+
+
+def merge_on_read(plan: QueryPlan) -> set[str]:
+    """The tables of a windowed query kept merge-on-read: its views and partial embeddings (Z-sets,
+    so any number of signed rows for a key sum to its multiplicity). A batch appends its change to
+    them, and rewrites one consolidated only when its rows would exceed :data:`_FOLD` times its
+    consolidated content; every read consolidates. Writing a window's whole content at every batch
+    made a batch's writes grow with the window instead of with what entered and left it. Gold stays
+    consolidated for SQL users, and the buffer is rewritten whole."""
+    if not plan.windowed:
+        return set()
+    return {v.id for v in plan.views} | set(state_tables(plan))
 
 
 def window_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
@@ -125,11 +140,12 @@ def _emit_stream(store: TableStore, plan: QueryPlan, emission: Emission, answers
 @dataclass
 class _Windows:
     """What a batch's windows do to a windowed query's engine state: each table they changed as it
-    stands after the last of them, and the answer changes of every window (``window`` its index
-    in the batch), in window order."""
+    stands after the last of them, the change itself where it is known (signed rows), and the
+    answer changes of every window (``window`` its index in the batch), in window order."""
 
     tables: dict[str, pa.Table]
     changes: pa.Table
+    deltas: dict[str, pa.Table] = field(default_factory=dict)
 
 
 def _step_by_step(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Table], engine: EngineFactory,
@@ -165,7 +181,7 @@ def _all_at_once(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Tab
     changed = {v.id: (deltas[v.id], view_schema(v)) for v in views}
     changed.update({name: (results[name], schema) for name, schema in maintainer.tables().items()})
     changed[gold_table(plan.name)] = (gold, gold_schema(plan))
-    tables = {}
+    tables, deltas = {}, {}
     for name, (rows, schema) in changed.items():
         keys = [c for c in schema.names if c != MULT]
         delta = last_window(rows, keys, n)
@@ -173,9 +189,11 @@ def _all_at_once(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Tab
             delta = unbind_stamps(plan, delta)
         if delta.num_rows:
             before = base(name).select(schema.names).cast(schema)
-            tables[name] = consolidate(pa.concat_tables([before, delta.cast(schema)]), keys).cast(schema)
+            deltas[name] = delta.select(schema.names).cast(schema)
+            tables[name] = consolidate(pa.concat_tables([before, deltas[name]]), keys).cast(schema)
     changes = window_changes(gold, plan.projection, n)
-    return _Windows(tables, unbind_stamps(plan, changes.drop_columns([WINDOW])).append_column(WINDOW, changes[WINDOW]))
+    return _Windows(tables, unbind_stamps(plan, changes.drop_columns([WINDOW])).append_column(WINDOW, changes[WINDOW]),
+                    deltas)
 
 
 def _together(plan: QueryPlan, engine: ZSetEngine) -> bool:
@@ -191,7 +209,18 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     advance its state. ``engine(read_arrow, read_spark)`` builds the batch's Z-set engine over
     given readers; ``read_spark`` reads a table at the batch's start. Returns counters."""
     versions = record.versions
-    base = cache(lambda name: store.read_arrow(name, versions.get(name)))
+    stored = cache(lambda name: store.read_arrow(name, versions.get(name)))
+    merged = merge_on_read(plan)
+
+    @cache
+    def base(name: str) -> pa.Table:
+        rows = stored(name)
+        return consolidate(rows, [c for c in rows.column_names if c != MULT]) if name in merged else rows
+
+    def spark_base(name: str) -> object:
+        frame = read_spark(name)
+        return consolidate_frame(frame, [c for c in frame.columns if c != MULT]) if name in merged else frame
+
     progress = Progress.last(base(progress_table(plan.name)))
     step = window_step(Clock.of(plan.streams, plan.lateness_ms), [bare(g) for g in plan.graphs], progress,
                        base(buffer_table(plan.name)), lambda: base(background_table(plan.name)),
@@ -199,9 +228,9 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
                        patterns=[(v.s, v.p, v.o) for v in plan.views])
     done = _Windows({}, gold_schema(plan).append(pa.field(WINDOW, pa.int64())).empty_table())
     if step.emissions:
-        z = engine(base, read_spark)
+        z = engine(base, spark_base)
         done = (_all_at_once(plan, step, base, z.where) if _together(plan, z)
-                else _step_by_step(plan, step, base, engine, read_spark))
+                else _step_by_step(plan, step, base, engine, spark_base))
     changes = done.changes
     index = changes[WINDOW].to_numpy()
     per_window = np.bincount(index, weights=changes[MULT].to_numpy(), minlength=len(step.emissions))
@@ -221,7 +250,13 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
                                list(plan.projection))
             _emit_stream(store, plan, emission, gold)
     txn = Txn(BATCH_APP, record.batch)
-    writes = [partial(store.overwrite, name, table, txn) for name, table in done.tables.items()]
+    writes = []
+    for name, table in done.tables.items():
+        delta = done.deltas.get(name) if name in merged else None
+        if delta is not None and stored(name).num_rows + delta.num_rows <= _FOLD * table.num_rows:
+            writes.append(partial(store.append, name, delta, txn))
+        else:
+            writes.append(partial(store.overwrite, name, table, txn))
     if changes.num_rows:
         writes.append(partial(store.append, changes_table(plan.name),
                               change_rows(plan, record, changes.drop_columns([WINDOW]), tag), txn))
