@@ -48,6 +48,7 @@ from pipelines.answers import answers
 from pipelines.engine import runner as runner_module
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
+from pipelines.engine.windowed import state_content
 from pipelines.ingest import ingest_paths
 from pipelines.lake import buffer_table, windows_table
 from pipelines.spark import LazySpark, get_spark
@@ -77,7 +78,7 @@ class Settings:
     windows_s: list[int] = field(default_factory=lambda: [10, 50, 100])
     step_s: int = 1
     rate: int = 1000
-    duration_s: int = 100
+    duration_s: int = 300
     file_s: int = 10
     spark_windows: int = 4
     check_windows: int = 6
@@ -207,10 +208,12 @@ def window_seconds_per_query() -> Iterator[dict[str, float]]:
 
 
 def _state_rows(store: TableStore, plans: list[QueryPlan]) -> dict:
-    """Rows of each query's window buffer and of all the views (distinct across queries)."""
-    views = {v.id for plan in plans for v in plan.views}
-    return {"buffer": {p.name: store.row_count(buffer_table(p.name)) for p in plans},
-            "views": sum(store.row_count(v) for v in views)}
+    """Rows of each query's window buffer and of all its views as a batch reads them (the buffer's
+    live rows, the views consolidated), and as stored (appended, at most twice as many)."""
+    buffers = {p.name: state_content(store, p, buffer_table(p.name)).num_rows for p in plans}
+    views = sum(state_content(store, p, v.id).num_rows for p in plans for v in p.views)
+    stored = sum(store.row_count(name) for p in plans for name in [buffer_table(p.name), *(v.id for v in p.views)])
+    return {"buffer": buffers, "views": views, "stored": stored}
 
 
 def run_lakegraph(stream: Stream, plans: list[QueryPlan], lake: Path, spark: LazySpark) -> LakeRun:
@@ -477,7 +480,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=_positive, default=d.rate, help="stream triples per second of event time "
                    f"(default {d.rate})")
     p.add_argument("--duration-seconds", type=_positive, default=d.duration_s,
-                   help=f"event time the stream spans (default {d.duration_s}: 10x the 10 s window)")
+                   help=f"event time the stream spans (default {d.duration_s}: three times the largest "
+                        "window, so most windows are full, as in a stream that runs on)")
     p.add_argument("--file-seconds", type=_positive, default=d.file_s,
                    help=f"event time per landing file, i.e. per lakegraph batch (default {d.file_s})")
     p.add_argument("--spark-windows", type=int, default=d.spark_windows,

@@ -45,7 +45,7 @@ from .intervals import WINDOW, IntervalZSets, last_window, view_intervals, windo
 from .spark import consolidate_frame
 from .step import change_rows, compute, gold_schema, unbind_stamps
 from .views import probe_arrow, view_schema
-from .windows import Emission, Progress, WindowStep, window_step
+from .windows import Emission, Progress, WindowStep, live_buffer, window_step
 from .zsets import ZSetEngine
 
 #: A merge-on-read table is rewritten consolidated once its rows would exceed this many times its content.
@@ -62,10 +62,25 @@ def merge_on_read(plan: QueryPlan) -> set[str]:
     them, and rewrites one consolidated only when its rows would exceed :data:`_FOLD` times its
     consolidated content; every read consolidates. Writing a window's whole content at every batch
     made a batch's writes grow with the window instead of with what entered and left it. Gold stays
-    consolidated for SQL users, and the buffer is rewritten whole."""
+    consolidated for SQL users. The buffer of a query without background graphs is kept the same
+    way by time: a batch appends its new messages, a read drops the expired ones
+    (:func:`~pipelines.engine.windows.live_buffer`), a rewrite keeps the live ones."""
     if not plan.windowed:
         return set()
     return {v.id for v in plan.views} | set(state_tables(plan))
+
+
+def state_content(store: TableStore, plan: QueryPlan, name: str) -> pa.Table:
+    """A table of windowed query ``plan`` as a batch reads it: a merge-on-read table consolidated,
+    the buffer's live rows (what its rows and a bound on them mean; the stored rows are at most
+    :data:`_FOLD` times as many)."""
+    rows = store.read_arrow(name)
+    if name in merge_on_read(plan):
+        return consolidate(rows, [c for c in rows.column_names if c != MULT])
+    if name == buffer_table(plan.name) and not plan.graphs:
+        progress = Progress.last(store.read_arrow(progress_table(plan.name)))
+        return live_buffer(Clock.of(plan.streams, plan.lateness_ms), progress, rows)
+    return rows
 
 
 def window_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
@@ -222,8 +237,13 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
         return consolidate_frame(frame, [c for c in frame.columns if c != MULT]) if name in merged else frame
 
     progress = Progress.last(base(progress_table(plan.name)))
-    step = window_step(Clock.of(plan.streams, plan.lateness_ms), [bare(g) for g in plan.graphs], progress,
-                       base(buffer_table(plan.name)), lambda: base(background_table(plan.name)),
+    clock = Clock.of(plan.streams, plan.lateness_ms)
+    buffer = base(buffer_table(plan.name))
+    appendable = not plan.graphs        # background messages leave the buffer when read, not by time
+    if appendable:
+        buffer = live_buffer(clock, progress, buffer)
+    step = window_step(clock, [bare(g) for g in plan.graphs], progress,
+                       buffer, lambda: base(background_table(plan.name)),
                        timed_messages(rows), record.batch, flush, stamps=plan.reads_times,
                        patterns=[(v.s, v.p, v.o) for v in plan.views])
     done = _Windows({}, gold_schema(plan).append(pa.field(WINDOW, pa.int64())).empty_table())
@@ -266,7 +286,12 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
                               pa.Table.from_pylist([{**row, "gold_version": gold_version} for row in log],
                                                    schema=S.WINDOW_LOG), txn))
     if step.buffer is not None:
-        writes.append(partial(store.overwrite, buffer_table(plan.name), step.buffer, txn))
+        added = step.buffer.filter(pc.invert(pc.is_in(step.buffer["seq"], buffer["seq"])))
+        stored_rows = stored(buffer_table(plan.name)).num_rows
+        if appendable and stored_rows + added.num_rows <= _FOLD * step.buffer.num_rows:
+            writes.append(partial(store.append, buffer_table(plan.name), added, txn))
+        else:
+            writes.append(partial(store.overwrite, buffer_table(plan.name), step.buffer, txn))
     if step.background.num_rows:
         writes.append(partial(store.merge_counts, background_table(plan.name), step.background,
                               ["graph", "s", "p", "o"], MULT, txn))

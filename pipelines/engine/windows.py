@@ -163,6 +163,19 @@ class _Positions:
         return rows.append_column("window", pa.array(np.repeat(np.asarray(windows, dtype=np.int64), counts)))
 
 
+def live_buffer(clock: Clock | None, progress: Progress, stored: pa.Table) -> pa.Table:
+    """The rows of a stored buffer that a window may still read: of each stream, those at or after
+    the start of the last emitted window's extent. A buffer written append-only (a query without
+    background graphs: :func:`pipelines.engine.windowed.run_windowed`) also holds the expired rows
+    of earlier batches until it is rewritten; this is what a rewrite would keep."""
+    if clock is None or progress.last_close is None or stored.num_rows == 0:
+        return stored
+    extents = clock.extents(progress.last_close)
+    kept = [_Positions(stored.filter(pc.equal(stored["stream"], s))).between(extents[s][0], np.iinfo(np.int64).max)
+            for s in clock.streams]
+    return _concat(kept + [S.WINDOW_BUFFER.empty_table()]).cast(S.WINDOW_BUFFER)
+
+
 def _windowed(table: pa.Table, window: int) -> pa.Table:
     return table.append_column("window", pa.repeat(pa.scalar(window, pa.int64()), table.num_rows))
 
