@@ -148,7 +148,11 @@ class Runner:
         return names
 
     def _versions(self, plans) -> dict[str, int]:
-        return {name: self.store.version(name) for name in self._state_tables(plans)}
+        """Every state table's newest version. At a run's start each table's log is listed once
+        (another process may have committed since): on threads, as dozens of directory listings."""
+        names = self._state_tables(plans)
+        with ThreadPoolExecutor(4) as pool:
+            return dict(zip(names, pool.map(self.store.version, names)))
 
     def _start(self, plans) -> dict[str, int]:
         """The versions a new batch starts from."""
