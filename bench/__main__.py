@@ -57,8 +57,8 @@ def _queries(text: str) -> list[Path]:
 
 def build_parser() -> argparse.ArgumentParser:
     defaults = Config()
-    p = _Parser(prog="python -m bench", description="lakegraph against a Spark full recompute and pyoxigraph "
-                "on LUBM-shaped data and an update stream, checking after every batch that all three agree.")
+    p = _Parser(prog="python -m bench", description="lakegraph against a Spark and a DuckDB full recompute and "
+                "pyoxigraph on LUBM-shaped data and an update stream, checking after every batch that all four agree.")
     p.add_argument("--scales", type=_ints, default=defaults.scales, metavar="N,N",
                    help="universities per run, comma-separated (default 1,10: the 10x growth figure)")
     p.add_argument("--departments", type=_positive, default=defaults.departments,

@@ -1,10 +1,10 @@
-"""One benchmark run: per scale, generate the data and the stream once, then drive the three systems
+"""One benchmark run: per scale, generate the data and the stream once, then drive the four systems
 through the same landing files, check after every batch that they agree, and record raw figures.
 
 Queries are registered together in one lake by default (one ``Runner.run`` maintains them all,
 sharing views, which is how lakegraph is deployed); ``separate`` gives every query a lake of its own
 so that lakegraph's figures are per query too, at the cost of replaying the stream per query. The
-recompute and pyoxigraph systems re-run each query on its own in both modes, so their per-query
+recomputes and pyoxigraph re-run each query on its own in both modes, so their per-query
 times are always available.
 
 Each scale starts with ``warmup`` unmeasured batches (applied and checked like the others) so
