@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines import cli
-from pipelines.engine.runner import ARROW_MAX_MESSAGES, Runner, choose_engine
+from pipelines.engine.runner import ARROW_MAX_BACKFILL, ARROW_MAX_MESSAGES, Runner, choose_engine
 from pipelines.engine.zsets import binding_schema
 from pipelines.engine.arrow import ArrowZSets
 from pipelines.engine.spark import SparkZSets, filter_arrow
@@ -110,6 +110,7 @@ def test_where_is_evaluated_by_spark_sql_on_both(engines):
 def test_engine_choice():
     assert choose_engine("auto", 1000, "local[*]") == "arrow"
     assert choose_engine("auto", ARROW_MAX_MESSAGES + 1, "local[2]") == "spark"
+    assert choose_engine("auto", ARROW_MAX_MESSAGES + 1, "local[2]", ARROW_MAX_BACKFILL) == "arrow"   # a backfill
     assert choose_engine("auto", 10, "spark://cluster:7077") == "spark"
     assert choose_engine("spark", 10, "local[*]") == "spark"
     assert choose_engine("arrow", 10**9, "yarn") == "arrow"

@@ -11,7 +11,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .context import Context
 
 ENGINE_HELP = ("where the delta joins run: arrow (in process), spark (Spark jobs), or auto: arrow for "
-               "batches of at most 200,000 messages on a local master, spark otherwise (docs/engines.md)")
+               "batches of at most 200,000 messages (a registration's backfill: 5,000,000 bronze rows) on a "
+               "local master, spark otherwise (docs/engines.md)")
 
 
 def cmd_init(ctx: "Context") -> None:

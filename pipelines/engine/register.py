@@ -20,7 +20,7 @@ from ..storage import TableStore
 from ..storage.lock import writer
 from .bgp import QueryMaintainer, state_tables
 from .paths import path_backfill, path_tables
-from .runner import choose_engine, zset_engine
+from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
 from .step import change_rows, changes_schema, gold_schema
 from .views import triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow, view_schema
 from .windowed import run_windowed, window_tables
@@ -98,7 +98,7 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
     # leftovers of an interrupted registration of this name, and views nobody uses
     for name in catalog.owned_tables(plan) + [t for t in catalog.shared_tables([plan]) if t not in in_use]:
         store.drop(name)
-    chosen = choose_engine(engine, store.row_count(BRONZE, at.bronze_to), master_of(spark, master))
+    chosen = choose_engine(engine, store.row_count(BRONZE, at.bronze_to), master_of(spark, master), ARROW_MAX_BACKFILL)
     if plan.windowed:
         progress = _replay_windows(store, spark, plan, at, chosen)
         catalog.add(store, plan, at.batch)

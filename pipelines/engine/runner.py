@@ -51,17 +51,21 @@ class RunReport:
 
 ENGINES = ("auto", "arrow", "spark")
 ARROW_MAX_MESSAGES = 200_000
+#: The largest bronze a registration's backfill takes in process on ``auto``. A backfill is one
+#: pass over the graph, where Spark pays a job per join: at 1M triples the bench's nine queries
+#: registered in 29 s on Arrow (the JVM's start included, for one HAVING) and 102 s on Spark, local[2].
+ARROW_MAX_BACKFILL = 5_000_000
 
 
-def choose_engine(engine: str, messages: int, master: str) -> str:
+def choose_engine(engine: str, messages: int, master: str, limit: int = ARROW_MAX_MESSAGES) -> str:
     """The Z-set engine a batch runs on. ``auto`` takes Arrow in process for a batch of at most
-    :data:`ARROW_MAX_MESSAGES` messages on a local master (where Spark's per-job cost is most of a
-    small batch and the driver holds the views anyway) and Spark otherwise (a cluster scales out)."""
+    ``limit`` messages on a local master (where Spark's per-job cost is most of a small batch and the
+    driver holds the views anyway) and Spark otherwise (a cluster scales out)."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
     if engine != "auto":
         return engine
-    return "arrow" if master.startswith("local") and messages <= ARROW_MAX_MESSAGES else "spark"
+    return "arrow" if master.startswith("local") and messages <= limit else "spark"
 
 
 def _each(work: Callable[[QueryPlan], dict], plans: list[QueryPlan], engine: str) -> list[dict]:
