@@ -33,35 +33,31 @@ child), so a deleted edge removes exactly what it witnessed.
 The walk runs in this process on both Z-set engines (a round on a small frontier would cost a
 Spark job each); the state is read as Arrow at the versions the batch started from, so a re-run
 after a crash computes the very same changes. Its cost follows the trees of the roots the batch
-touches and the nodes whose reachability changes.
+touches and the nodes whose reachability changes: the edges come from per-batch indexes of the
+edge views (:mod:`.path_edges`), the cut and the walk report the nodes they change, and only those
+give pairs and reach rows (a node that goes or moves is one -1 row, one that comes or moves one +1).
 """
 from __future__ import annotations
 
-import functools
 import heapq
 from collections import defaultdict
-from dataclasses import dataclass, field
 from itertools import count
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.tables import MULT
 from views.automata import BACKWARD, FORWARD, OTHER
-from views.path_views import ALL, PathDef
+from views.path_views import PathDef
 
+from .path_edges import FOREVER, TRIPLE_SCHEMA, EdgeIndexes, Edges, Triple, ViewIndex, time_of, triples, tuples
 from .zsets import binding_schema
 
 #: The reach table's columns: a reached product node of a root's tree, and its witness parent.
 REACH_COLUMNS = ("root", "node", "state", "parent", "pstate", "ts")
 REACH_SCHEMA = binding_schema(REACH_COLUMNS)
-#: A path's edges as Arrow triples with their event time (a windowed query's ``t`` term, or '').
-TRIPLE_SCHEMA = pa.schema([(c, pa.string()) for c in ("s", "p", "o", "t")])
-#: The time of an edge without one (outside windows, or only in a background graph): never expires.
-FOREVER = 2 ** 62
 
-Triple = tuple[str, str, str, str]       # (s, p, o, t)
 ProductNode = tuple[str, int]            # (graph node, automaton state)
 Tree = dict[ProductNode, tuple[ProductNode, int]]   # reached node -> (witness parent, max-min time)
 
@@ -69,87 +65,6 @@ Tree = dict[ProductNode, tuple[ProductNode, int]]   # reached node -> (witness p
 def path_tables(path: PathDef) -> dict[str, pa.Schema]:
     """The tables of a path view: its pairs (a view-shaped set) and its reach state."""
     return {path.id: binding_schema(path.columns), path.reach: REACH_SCHEMA}
-
-
-@dataclass
-class _Edges:
-    """A path's edges after the step, as product-graph adjacency over automaton symbols, loaded
-    only around the vertices the step's walks can visit: turning every edge into Python objects
-    each batch would cost the whole graph however small the change. ``out[x]`` is complete for
-    every vertex ``x`` loaded so far (for the automaton's directions: a walk skips the others), in
-    the order the edges were read. ``into`` holds the moves between ``sources``, the vertices of
-    the trees the step visits: a deletion re-walks from a tree node with a move into a removed node,
-    so a move from outside the trees cannot matter (a popular node's many in-edges stay unread)."""
-
-    graph: pa.Table                                     # (s, p, o) before the step, deleted edges out
-    inserted: list[Triple]
-    symbol: Callable[[str], str | None]
-    directions: set[str]                                # the directions the automaton moves in
-    sources: set[str]                                   # empty when the step deletes nothing
-    out: dict[str, list[tuple[tuple[str, str], str, int]]] = field(default_factory=lambda: defaultdict(list))
-    into: dict[str, list[tuple[tuple[str, str], str]]] = field(default_factory=lambda: defaultdict(list))
-    loaded: set[str] = field(default_factory=set)
-
-    def load(self, vertices: set[str]) -> set[str]:
-        """Complete the adjacency of ``vertices``; returns the vertices not loaded yet that their
-        moves lead to (what a walk through them may visit next)."""
-        new = vertices - self.loaded
-        if not new:
-            return set()
-        self.loaded |= new
-        forward, backward = FORWARD in self.directions, BACKWARD in self.directions
-        wanted = pa.array(sorted(new), pa.string())
-        from_s, from_o = pc.is_in(self.graph["s"], wanted), pc.is_in(self.graph["o"], wanted)
-        masks = ([from_s] if forward else []) + ([from_o] if backward else [])
-        if self.sources & new:
-            known = pa.array(sorted(self.sources), pa.string())
-            masks.append(pc.and_(pc.is_in(self.graph["s"], known), pc.is_in(self.graph["o"], known)))
-        rows = self.graph.filter(functools.reduce(pc.or_, masks)) if masks else self.graph.slice(0, 0)
-        reached: set[str] = set()
-        for s, p, o, t in [*_tuples(rows), *(e for e in self.inserted if e[0] in new or e[2] in new)]:
-            key = self.symbol(p)
-            if key is None:
-                continue
-            ts = time_of(t)
-            inner = s in self.sources and o in self.sources
-            if s in new:
-                if forward:
-                    self.out[s].append(((key, FORWARD), o, ts))
-                    reached.add(o)
-                if inner:
-                    self.into[s].append(((key, BACKWARD), o))
-            if o in new:
-                if backward:
-                    self.out[o].append(((key, BACKWARD), s, ts))
-                    reached.add(s)
-                if inner:
-                    self.into[o].append(((key, FORWARD), s))
-        return reached - self.loaded
-
-    def load_reachable(self, vertices: set[str]) -> None:
-        """Load ``vertices`` and everything their moves reach, a breadth-first round at a time
-        (one Arrow filter of the edges per round)."""
-        while vertices:
-            vertices = self.load(vertices)
-
-
-def _triples(predicate: str, rows: pa.Table, stamped: bool) -> pa.Table:
-    """Edge view rows as (s, p, o, t): a predicate's view holds (s, o), the view of every triple
-    (s, p, o), and a stamped view the time after them."""
-    n = rows.num_rows
-    spo = [rows["v0"], rows["v1"], rows["v2"]] if predicate == ALL else \
-        [rows["v0"], pa.repeat(pa.scalar(predicate, pa.string()), n), rows["v1"]]
-    time = rows["v3" if predicate == ALL else "v2"] if stamped else pa.repeat(pa.scalar("", pa.string()), n)
-    return pa.Table.from_arrays([*spo, time], schema=TRIPLE_SCHEMA)
-
-
-def time_of(term: str) -> int:
-    """An edge's time in epoch ms from its ``t`` term (``"ms"^^xsd:integer``); :data:`FOREVER` for ''."""
-    return int(term[1:term.index('"', 1)]) if term else FOREVER
-
-
-def _tuples(triples: pa.Table) -> list[Triple]:
-    return list(zip(*(triples[c].to_pylist() for c in TRIPLE_SCHEMA.names)))
 
 
 def _without(graph: pa.Table, deleted: list[Triple]) -> pa.Table:
@@ -187,11 +102,12 @@ class PathOperator:
         return OTHER if self.other else None
 
     def step(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table],
-             initial: bool = False) -> dict[str, pa.Table]:
+             initial: bool = False, indexes: EdgeIndexes | None = None) -> dict[str, pa.Table]:
         """The changes of the path's tables (keyed by table name) when its edge views (and its
         seed view, or the view of every triple for ``nodes(G)``) change by ``deltas``; ``read``
-        gives a table as the step started. Empty when none of them changed, unless ``initial``
-        (the step from nothing, where a constant root's zero-length pair answers even with no edges)."""
+        gives a table as the step started, ``indexes`` its edge views indexed (shared by the path
+        views of a batch). Empty when none of them changed, unless ``initial`` (the step from
+        nothing, where a constant root's zero-length pair answers even with no edges)."""
 
         path = self.path
         touched = [v for _, v in path.edges] + [v for v in (path.nodes, path.seed and path.seed[0]) if v]
@@ -199,54 +115,58 @@ class PathOperator:
             return {}
         inserted: list[Triple] = []
         deleted: list[Triple] = []
-        graph = []
         for predicate, view in path.edges:
-            graph.append(_triples(predicate, read(view), path.stamped))
             change = deltas.get(view)
             if change is not None and change.num_rows:
                 plus, minus = _signed(change)
-                inserted += _tuples(_triples(predicate, plus, path.stamped))
-                deleted += _tuples(_triples(predicate, minus, path.stamped))
+                inserted += tuples(triples(predicate, plus, path.stamped))
+                deleted += tuples(triples(predicate, minus, path.stamped))
+        views = [(indexes or EdgeIndexes(read)).get(p, v, path.stamped) for p, v in path.edges]
         forest = read(path.reach)
         roots, members = self._roots(read, deltas, forest, inserted + deleted)
         trees = self._trees(forest, roots)
         stored = self._stored(read, roots) if path.simple and not initial else {}
-        after = _without(pa.concat_tables([pa.Table.from_batches([], TRIPLE_SCHEMA), *graph]), deleted)
+        edges = Edges(views, inserted, set(deleted), self._symbol, {sym[1] for _, sym in self.moves})
         visited = {x for tree in trees.values() for node, (parent, _) in tree.items() for x in (node[0], parent[0])}
-        edges = _Edges(after, inserted, self._symbol, {sym[1] for _, sym in self.moves},
-                       (roots | visited) if deleted else set())
         edges.load_reachable(roots | visited | {x for s, _, o, _ in inserted + deleted for x in (s, o)})
-        expired = _expiry(after, inserted, deleted)
+        expired = _expiry(_graph_after(views, deleted), inserted, deleted) if path.stamped and deleted else None
         pairs: dict[tuple[str, str], int] = defaultdict(int)
-        reach: list[dict] = []
-        removed_from = {x for s, _, o, _ in deleted for x in (s, o)}
+        reach: list[tuple] = []
+        cut = {pair for s, _, o, _ in deleted for pair in ((s, o), (o, s))}
         inserted_ends = {x for s, _, o, _ in inserted for x in (s, o)}
         seeded = path.seed is not None
+        # first every tree loses what its deleted witnesses cut, then (with the removed nodes'
+        # neighbours looked up at once for all trees) every tree is walked from its frontier
+        cuts: dict[str, tuple[Tree, set[ProductNode]]] = {}
         for root in sorted(roots):
+            after = dict(trees.get(root, {}))
+            if seeded and not members.get(root, (True, True))[1]:
+                cuts[root] = {}, set(after)             # a seed that went takes its whole tree
+            else:
+                cuts[root] = after, self._cut(after, edges, cut, expired)
+        near = edges.near({v for _, gone in cuts.values() for v, _ in gone}) if expired is None else {}
+        for root, (after, gone) in cuts.items():
             # (before, after): a seed's membership of its view, a node's of the graph (for a
             # zero-length match); a root whose triples did not change is in both (it has a tree)
             was, now = members.get(root, (True, True))
             before = trees.get(root, {})
-            if seeded and not now:
-                after: Tree = {}
-            else:
-                starts = inserted_ends | ({root} if seeded and not was else set())
-                after = self._update(root, dict(before), edges, removed_from, starts, expired)
+            changed = set(gone)
+            if not (seeded and not now):
+                starts = {u for v in {v for v, _ in gone} for u in near.get(v, ())} | ({root} if seeded and not was else set())
+                changed |= self._walk(root, after, edges, (inserted_ends, starts))
             if path.simple:
                 old = set() if initial else stored.get(root, set())
                 new = self._simple(root, edges) if not (seeded and not now) else set()
                 new |= {(root, root)} if path.automaton.nullable and (path.root is not None or now) else set()
+                changes = [(pair, -1) for pair in old - new] + [(pair, 1) for pair in new - old]
             else:
-                old = set() if initial else self._answers(root, before, was)
-                new = self._answers(root, after, now)
-            for pair in old:
-                pairs[pair] -= 1
-            for pair in new:
-                pairs[pair] += 1
-            reach += _tree_rows(root, before, -1) + _tree_rows(root, after, 1)
-        return {path.id: self._pairs_table(pairs), path.reach: _consolidated(reach)}
+                changes = self._pair_changes(root, before, after, changed, (was, now), initial)
+            for pair, sign in changes:
+                pairs[pair] += sign
+            reach += _reach_changes(root, before, after, changed)
+        return {path.id: self._pairs_table(pairs), path.reach: _reach_table(reach)}
 
-    def _simple(self, root: str, edges: _Edges) -> set[tuple[str, str]]:
+    def _simple(self, root: str, edges: Edges) -> set[tuple[str, str]]:
         """The root's pairs under simple-path semantics: nodes reached in a final state along a
         path that repeats no node, the root included (depth-first, every such path: exponential in
         the worst case; the walk forest only tells which roots a batch touches)."""
@@ -328,107 +248,142 @@ class PathOperator:
             trees[root][(node, state)] = ((parent, pstate), int(ts) if ts else FOREVER)
         return trees
 
-    # -- one tree ----------------------------------------------------------------------------------
-    def _update(self, root: str, tree: Tree, edges: _Edges, removed_from: set[str], inserted_ends: set[str],
-                expired: int | None) -> Tree:
-        """``tree`` (the root's before the step, a copy) after the step (see the module text): lost
-        witnesses cut their subtrees (or, on a pure expiry, the nodes whose time expired go), then
-        a widest-path walk from the frontier adds what is reached and raises what is reached later."""
-        start = (root, 0)
+    # -- one tree ---------------------------------------------------------------------------------
+    def _cut(self, tree: Tree, edges: Edges, cut: set[tuple[str, str]], expired: int | None) -> set[ProductNode]:
+        """Remove from ``tree`` (a root's before the step, a copy) the nodes that lost every path
+        and return them: the subtrees whose witness edge went, or, on a pure expiry, the nodes
+        whose time expired (see the module text). ``cut`` holds the (from, to) vertex pairs of the
+        deleted edges, both ways round: a node whose parent is not joined to it by one still has
+        its witness edge."""
         if expired is not None:
-            for node in [n for n, (_, ts) in tree.items() if ts <= expired]:
-                del tree[node]
-            frontier_vertices = inserted_ends
+            gone = {node for node, (_, ts) in tree.items() if ts <= expired}
         else:
             lost = [node for node, (parent, ts) in tree.items()
-                    if parent[0] in removed_from and not self._leads(parent, node, ts, edges)]
-            children: dict[ProductNode, list[ProductNode]] = defaultdict(list)
+                    if (parent[0], node[0]) in cut and not self._leads(parent, node, ts, edges)]
+            gone = set()
             if lost:
+                children: dict[ProductNode, list[ProductNode]] = defaultdict(list)
                 for node, (parent, _) in tree.items():
                     children[parent].append(node)
-            gone: set[ProductNode] = set()
-            todo = lost
-            while todo:
-                node = todo.pop()
-                if node not in gone:
-                    gone.add(node)
-                    todo += children.get(node, [])
-            for node in gone:
-                del tree[node]
-            frontier_vertices = inserted_ends | {u for v, _ in gone for _, u in edges.into.get(v, ())}
-        time = {node: ts for node, (_, ts) in tree.items()}
-        time[start] = FOREVER
+                while lost:
+                    node = lost.pop()
+                    if node not in gone:
+                        gone.add(node)
+                        lost += children.get(node, [])
+        for node in gone:
+            del tree[node]
+        return gone
+
+    def _walk(self, root: str, tree: Tree, edges: Edges, frontier: tuple[set[str], set[str]]) -> set[ProductNode]:
+        """A widest-path walk in place from the nodes of ``tree`` (and the root's start node) at a
+        vertex of either ``frontier`` set (the batch's, shared by every tree, and the tree's own,
+        kept apart so that no tree copies the batch's): adds what is reached and raises what is reached later. Returns the
+        nodes it added or raised, so that the caller's work follows them, not the whole tree."""
+        start = (root, 0)
+        changed: set[ProductNode] = set()
         order = count()
         heap: list[tuple[int, int, ProductNode, ProductNode]] = []
 
         def push(node: ProductNode) -> None:
+            time = FOREVER if node == start else tree[node][1]
             for sym, target, ts in edges.out.get(node[0], ()):
                 state = self.moves.get((node[1], sym))
                 if state is not None and (target, state) != start:
-                    heapq.heappush(heap, (-min(time[node], ts), next(order), (target, state), node))
+                    heapq.heappush(heap, (-min(time, ts), next(order), (target, state), node))
 
-        for node in [n for n in time if n[0] in frontier_vertices]:
-            push(node)
+        shared, own = frontier
+        if shared or own:
+            for node in [start, *tree]:
+                if node[0] in shared or node[0] in own:
+                    push(node)
         while heap:
             negative, _, reached, parent = heapq.heappop(heap)
-            if -negative > time.get(reached, -1):
-                time[reached] = -negative
+            if reached not in tree or -negative > tree[reached][1]:
                 tree[reached] = (parent, -negative)
+                changed.add(reached)
                 push(reached)
-        return tree
+        return changed
 
-    def _leads(self, parent: ProductNode, node: ProductNode, ts: int, edges: _Edges) -> bool:
+    def _leads(self, parent: ProductNode, node: ProductNode, ts: int, edges: Edges) -> bool:
         """Whether an edge after the step still moves ``parent`` to ``node`` at time ``ts`` or later."""
         return any(target == node[0] and self.moves.get((parent[1], sym)) == node[1] and time >= ts
                    for sym, target, time in edges.out.get(parent[0], ()))
 
-    def _answers(self, root: str, tree: Tree, member: bool) -> set[tuple[str, str]]:
-        """The root's pairs: nodes reached in a final state, and the root itself on a zero-length
-        match (a constant root always; a seed or a node only while it is one)."""
-        pairs = {(root, node) for node, state in tree if state in self.finals}
-        if self.path.automaton.nullable and (self.path.root is not None or member):
-            pairs.add((root, root))
-        return pairs
+    def _pair_changes(self, root: str, before: Tree, after: Tree, changed: set[ProductNode],
+                      member: tuple[bool, bool], initial: bool) -> Iterator[tuple[tuple[str, str], int]]:
+        """The root's pairs that come (+1) or go (-1): a pair is a node reached in a final state,
+        or the root itself on a zero-length match (a constant root always; a seed or a node only
+        while it is one: ``member`` before and after); only the vertices of ``changed`` nodes and
+        the root can change. On the ``initial`` step there are no pairs before."""
+        candidates = {v for v, q in changed if q in self.finals} | ({root} if self.path.automaton.nullable else set())
+        for vertex in sorted(candidates):
+            was = not initial and self._has_pair(root, vertex, before, member[0])
+            now = self._has_pair(root, vertex, after, member[1])
+            if was != now:
+                yield (root, vertex), (1 if now else -1)
+
+    def _has_pair(self, root: str, vertex: str, tree: Tree, member: bool) -> bool:
+        """Whether ``(root, vertex)`` is one of the root's pairs with this tree and membership."""
+        if any((vertex, f) in tree for f in self.finals):
+            return True
+        return vertex == root and self.path.automaton.nullable and (self.path.root is not None or member)
 
     def _pairs_table(self, pairs: Mapping[tuple[str, str], int]) -> pa.Table:
         """The path view's change: pairs as its columns (root and end, one variable, or none)."""
         path = self.path
-        rows = []
-        for (root, node), mult in sorted(pairs.items()):
-            if mult == 0 or (path.same and root != node) or (path.end is not None and node != path.end):
-                continue
-            values = {"v0": root, "v1": node} if path.root is None else {"v0": node}
-            rows.append({**{c: values[c] for c in path.columns}, MULT: mult})
-        return pa.Table.from_pylist(rows, schema=binding_schema(path.columns))
+        kept = [(root, node, mult) for (root, node), mult in sorted(pairs.items())
+                if mult and not (path.same and root != node) and not (path.end is not None and node != path.end)]
+        roots, nodes, mults = (list(c) for c in zip(*kept)) if kept else ([], [], [])
+        values = {"v0": roots, "v1": nodes} if path.root is None else {"v0": nodes}
+        return pa.table({**{c: values[c] for c in path.columns}, MULT: mults}, schema=binding_schema(path.columns))
 
 
 def _members(rows: pa.Table, change: pa.Table | None, columns: tuple[str, ...],
              candidates: set[str]) -> dict[str, tuple[bool, bool]]:
     """Whether each of ``candidates`` and each value ``change`` touches appears in ``columns`` of
-    ``rows`` before and after ``change``: occurrences counted, the change's multiplicities added."""
-    touched = set(candidates)
-    if change is not None:
-        for column in columns:
-            touched |= set(change[column].to_pylist())
-    if not touched:
+    ``rows`` before and after ``change``: occurrences counted, the change's multiplicities added
+    (in Arrow: a batch touches thousands of nodes, each with its occurrences)."""
+    changes = [] if change is None else [(change[c], change[MULT]) for c in columns]
+    touched = pc.unique(pa.chunked_array([pa.array(sorted(candidates), pa.string())]
+                                         + [chunk for values, _ in changes for chunk in values.chunks], pa.string()))
+    if not len(touched):
         return {}
-    values = pa.array(sorted(touched), pa.string())
-    before: dict[str, int] = defaultdict(int)
-    for column in columns:
-        for x in rows.filter(pc.is_in(rows[column], values))[column].to_pylist():
-            before[x] += 1
-    after = dict(before)
-    if change is not None:
-        for column in columns:
-            for x, mult in zip(change[column].to_pylist(), change[MULT].to_pylist()):
-                after[x] = after.get(x, 0) + mult
-    return {x: (before.get(x, 0) > 0, after.get(x, 0) > 0) for x in sorted(touched)}
+    found = [rows[c].filter(pc.is_in(rows[c], touched)) for c in columns]
+    parts = [pa.table({"x": values, "b": pa.repeat(1, len(values)), "d": pa.repeat(0, len(values))})
+             for values in found]
+    parts += [pa.table({"x": values, "b": pa.repeat(0, len(values)), "d": pc.cast(mults, pa.int64())})
+              for values, mults in changes]
+    counted = pa.concat_tables([t.cast(pa.schema([("x", pa.string()), ("b", pa.int64()), ("d", pa.int64())]))
+                                for t in parts]).group_by("x").aggregate([("b", "sum"), ("d", "sum")])
+    counts = dict(zip(counted["x"].to_pylist(), zip(counted["b_sum"].to_pylist(), counted["d_sum"].to_pylist())))
+    return {x: (counts[x][0] > 0, sum(counts[x]) > 0) if x in counts else (False, False)
+            for x in touched.to_pylist()}
 
 
-def _tree_rows(root: str, tree: Tree, sign: int) -> list[dict]:
-    return [{"root": root, "node": node, "state": str(state), "parent": parent, "pstate": str(pstate),
-             "ts": "" if ts == FOREVER else str(ts), MULT: sign}
-            for (node, state), ((parent, pstate), ts) in tree.items()]
+def _reach_changes(root: str, before: Tree, after: Tree, changed: set[ProductNode]) -> list[tuple]:
+    """The root's reach rows that go (-1) and come (+1) among the ``changed`` nodes (a node whose
+    entry is the same after the step gives nothing): the change, not the whole tree twice."""
+    rows = []
+    for node in sorted(changed):
+        old, new = before.get(node), after.get(node)
+        if old != new:
+            rows += [_reach_row(root, node, entry, sign) for entry, sign in ((old, -1), (new, 1)) if entry is not None]
+    return rows
+
+
+def _reach_row(root: str, node: ProductNode, entry: tuple[ProductNode, int], sign: int) -> tuple:
+    (vertex, state), ((parent, pstate), ts) = node, entry
+    return root, vertex, str(state), parent, str(pstate), "" if ts == FOREVER else str(ts), sign
+
+
+def _reach_table(rows: list[tuple]) -> pa.Table:
+    columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in REACH_SCHEMA.names]
+    return pa.table(dict(zip(REACH_SCHEMA.names, columns)), schema=REACH_SCHEMA)
+
+
+def _graph_after(views: list[ViewIndex], deleted: list[Triple]) -> pa.Table:
+    """A path's edges after the step's deletions, as (s, p, o, t) (the inserted ones left out)."""
+    return _without(pa.concat_tables([pa.Table.from_batches([], TRIPLE_SCHEMA), *(v.triples for v in views)]), deleted)
 
 
 def _expiry(after: pa.Table, inserted: list[Triple], deleted: list[Triple]) -> int | None:
@@ -444,21 +399,14 @@ def _expiry(after: pa.Table, inserted: list[Triple], deleted: list[Triple]) -> i
     return tau if all(ts > tau for ts in remaining) else None
 
 
-def _consolidated(rows: list[dict]) -> pa.Table:
-    """Signed reach rows with the unchanged ones (a -1 and a +1) cancelled."""
-    total: dict[tuple, int] = defaultdict(int)
-    for row in rows:
-        total[tuple(row[c] for c in REACH_COLUMNS)] += row[MULT]
-    return pa.Table.from_pylist([{**dict(zip(REACH_COLUMNS, key)), MULT: m} for key, m in sorted(total.items()) if m],
-                                schema=REACH_SCHEMA)
-
-
 def path_changes(paths: Iterable[PathDef], read: Callable[[str], pa.Table],
                  deltas: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
     """Every path view's and reach table's change for the views' ``deltas`` (non-empty ones only)."""
     out: dict[str, pa.Table] = {}
+    indexes = EdgeIndexes(read)
     for path in paths:
-        out.update({t: rows for t, rows in PathOperator(path).step(read, deltas).items() if rows.num_rows})
+        out.update({t: rows for t, rows in PathOperator(path).step(read, deltas, indexes=indexes).items()
+                    if rows.num_rows})
     return out
 
 

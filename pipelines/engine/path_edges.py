@@ -1,0 +1,181 @@
+"""A path step's edges: the product graph's moves, loaded only around the vertices the walks visit.
+
+Each edge view a batch's path views read is indexed once per batch (:class:`EdgeIndexes`), by
+subject and by object: a dictionary encoding of the column and a counting sort of its codes, in
+Arrow and numpy. Finding the edges of a set of vertices is then a hash lookup per vertex and a
+gather of their rows, so a walk round costs what it reads rather than a filter of the whole graph
+(which every round of every path view used to pay, and which grew with the graph however small the
+batch). The edges are those of the graph *after* the step: the view's rows as the step started,
+without the step's deleted edges, with its inserted ones.
+"""
+from __future__ import annotations
+
+import functools
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from views.automata import BACKWARD, FORWARD
+from views.path_views import ALL
+
+#: A path's edges as Arrow triples with their event time (a windowed query's ``t`` term, or '').
+TRIPLE_SCHEMA = pa.schema([(c, pa.string()) for c in ("s", "p", "o", "t")])
+#: The time of an edge without one (outside windows, or only in a background graph): never expires.
+FOREVER = 2 ** 62
+
+Triple = tuple[str, str, str, str]       # (s, p, o, t)
+Move = tuple[tuple[str, str], str, int]  # (symbol, vertex moved to, edge time)
+
+
+def time_of(term: str) -> int:
+    """An edge's time in epoch ms from its ``t`` term (``"ms"^^xsd:integer``); :data:`FOREVER` for ''."""
+    return int(term[1:term.index('"', 1)]) if term else FOREVER
+
+
+def triples(predicate: str, rows: pa.Table, stamped: bool) -> pa.Table:
+    """Edge view rows as (s, p, o, t): a predicate's view holds (s, o), the view of every triple
+    (s, p, o), and a stamped view the time after them."""
+    n = rows.num_rows
+    spo = [rows["v0"], rows["v1"], rows["v2"]] if predicate == ALL else \
+        [rows["v0"], pa.repeat(pa.scalar(predicate, pa.string()), n), rows["v1"]]
+    time = rows["v3" if predicate == ALL else "v2"] if stamped else pa.repeat(pa.scalar("", pa.string()), n)
+    return pa.Table.from_arrays([*spo, time], schema=TRIPLE_SCHEMA)
+
+
+def tuples(rows: pa.Table) -> list[Triple]:
+    return list(zip(*(rows[c].to_pylist() for c in TRIPLE_SCHEMA.names)))
+
+
+class _Lookup:
+    """The row positions of each value of one string column: its dictionary encoding, and the
+    positions sorted by code with each code's first position (a CSR layout)."""
+
+    def __init__(self, column: pa.ChunkedArray) -> None:
+        encoded = pc.dictionary_encode(column.combine_chunks())
+        self.values = encoded.dictionary
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        self.order = np.argsort(codes, kind="stable")
+        self.starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(self.values)))])
+
+    def positions(self, wanted: pa.Array) -> np.ndarray:
+        """The positions of the rows whose value is in ``wanted``, in row order. The values are
+        probed against a hash of ``wanted`` (few): hashing the values instead (``index_in``) would
+        cost a hash table of every vertex per call."""
+        codes = np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
+        first = self.starts[codes]
+        sizes = self.starts[codes + 1] - first
+        gathered = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+        return np.sort(self.order[gathered])
+
+
+class ViewIndex:
+    """One edge view's rows as the step started, as triples, looked up by subject or object."""
+
+    def __init__(self, predicate: str, rows: pa.Table, stamped: bool) -> None:
+        self.triples = triples(predicate, rows, stamped)
+
+    @functools.cached_property
+    def by_s(self) -> _Lookup:
+        return _Lookup(self.triples["s"])
+
+    @functools.cached_property
+    def by_o(self) -> _Lookup:
+        return _Lookup(self.triples["o"])
+
+    def around(self, wanted: pa.Array, from_s: bool, from_o: bool) -> list[Triple]:
+        """The triples whose subject (``from_s``) or object (``from_o``) is in ``wanted``."""
+        parts = ([self.by_s.positions(wanted)] if from_s else []) + ([self.by_o.positions(wanted)] if from_o else [])
+        if not parts or not self.triples.num_rows:
+            return []
+        return tuples(self.triples.take(functools.reduce(np.union1d, parts)))
+
+
+class EdgeIndexes:
+    """The :class:`ViewIndex` of each edge view a batch reads, built on first use and shared by
+    every path view reading it (the eleven paths of a benchmark share four views)."""
+
+    def __init__(self, read: Callable[[str], pa.Table]) -> None:
+        self.read = read
+        self._built: dict[tuple[str, str, bool], ViewIndex] = {}
+
+    def get(self, predicate: str, view: str, stamped: bool) -> ViewIndex:
+        key = (predicate, view, stamped)
+        if key not in self._built:
+            self._built[key] = ViewIndex(predicate, self.read(view), stamped)
+        return self._built[key]
+
+
+@dataclass
+class Edges:
+    """A path's edges after the step, as product-graph adjacency over automaton symbols. ``out[x]``
+    is complete for every vertex ``x`` loaded so far (for the automaton's directions: a walk skips
+    the others), in the order the edges were read (view rows, then inserted edges)."""
+
+    views: list[ViewIndex]
+    inserted: list[Triple]
+    deleted: set[Triple]
+    symbol: Callable[[str], str | None]
+    directions: set[str]                                # the directions the automaton moves in
+    out: dict[str, list[Move]] = field(default_factory=lambda: defaultdict(list))
+    loaded: set[str] = field(default_factory=set)
+    _inserted_at: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+
+    def __post_init__(self) -> None:
+        for i, (s, _, o, _) in enumerate(self.inserted):
+            self._inserted_at[s].append(i)
+            if o != s:
+                self._inserted_at[o].append(i)
+
+    def _around(self, vertices: set[str], from_s: bool, from_o: bool) -> list[Triple]:
+        """The edges after the step with an end in ``vertices`` (subject, object or either)."""
+        wanted = pa.array(sorted(vertices), pa.string())
+        rows = [e for view in self.views for e in view.around(wanted, from_s, from_o)
+                if not self.deleted or e not in self.deleted]
+        positions = sorted({i for v in vertices for i in self._inserted_at.get(v, ())})
+        return rows + [self.inserted[i] for i in positions
+                       if (from_s and self.inserted[i][0] in vertices) or (from_o and self.inserted[i][2] in vertices)]
+
+    def load(self, vertices: set[str]) -> set[str]:
+        """Complete the adjacency of ``vertices``; returns the vertices not loaded yet that their
+        moves lead to (what a walk through them may visit next)."""
+        new = vertices - self.loaded
+        if not new:
+            return set()
+        self.loaded |= new
+        forward, backward = FORWARD in self.directions, BACKWARD in self.directions
+        reached: set[str] = set()
+        for s, p, o, t in self._around(new, forward, backward):
+            key = self.symbol(p)
+            if key is None:
+                continue
+            ts = time_of(t)
+            if forward and s in new:
+                self.out[s].append(((key, FORWARD), o, ts))
+                reached.add(o)
+            if backward and o in new:
+                self.out[o].append(((key, BACKWARD), s, ts))
+                reached.add(s)
+        return reached - self.loaded
+
+    def load_reachable(self, vertices: set[str]) -> None:
+        """Load ``vertices`` and everything their moves reach, a breadth-first round at a time
+        (one lookup in the indexes per round)."""
+        while vertices:
+            vertices = self.load(vertices)
+
+    def near(self, vertices: set[str]) -> dict[str, set[str]]:
+        """For each of ``vertices``, the vertices sharing an edge with it (either way, any
+        predicate the path reads; itself through a self-loop): where a walk can re-enter a node
+        that lost its witness. Read on demand, for the removed nodes only, all in one lookup (a
+        popular node's many edges stay unread otherwise)."""
+        out: dict[str, set[str]] = {v: set() for v in vertices}
+        for s, p, o, _ in self._around(vertices, True, True) if vertices else ():
+            if self.symbol(p) is not None:
+                for end, other in ((s, o), (o, s)):
+                    if end in out:
+                        out[end].add(other)
+        return out
