@@ -44,7 +44,22 @@ def batch_times(records: Iterable[dict]) -> dict[tuple, dict[str, list[float]]]:
             entry["e2e"].append(e2e_s)
             entry["jobs"].append(r["jobs"])
             entry["commits"].append(r["commits"])
+            for read in READS:
+                if read in r["stats"]:
+                    entry[read].append(r["stats"][read])
     return out
+
+
+#: What lakegraph's batch read: rows and compressed bytes from parquet files, rows from memory.
+READS = ("file_rows_read", "file_bytes_read", "memory_rows_read")
+
+
+def _reads(entry: dict) -> str:
+    """``rows from files / MiB / rows from memory`` (medians), ``·`` when not recorded."""
+    if not entry.get(READS[0]):
+        return "·"
+    rows, size, memory = (_median(entry[k]) for k in READS)
+    return f"{rows:,.0f} / {size / 2**20:.1f} MiB / {memory:,.0f}"
 
 
 def _fmt(seconds: float | None) -> str:
@@ -112,17 +127,20 @@ def markdown(records: list[dict]) -> str:
                     _cell(rc), _cell(dk), _cell(ox), f"{_median(rc['batch']) / e2e:.2f}x" if rc else "·",
                     f"{_median(dk['batch']) / e2e:.2f}x" if dk else "·",
                     f"{_median(lg['jobs']):.0f} / {_median(rc['jobs']):.0f}" if rc else "·",
-                    f"{_median(lg['commits']):.0f}",
+                    f"{_median(lg['commits']):.0f}", _reads(lg),
                 ])
     lines += _table(["scale", "triples", "batch", "query", "lakegraph median / p95", "lakegraph end-to-end",
                      "updates/s", "recompute median / p95", "DuckDB median / p95", "pyoxigraph median / p95",
                      "recompute ÷ lakegraph", "DuckDB ÷ lakegraph", "Spark jobs (lakegraph / recompute)",
-                     "Delta commits"], rows)
+                     "Delta commits", "lakegraph read: rows from files / compressed / rows from memory"], rows)
     engines = sorted({e for r in records if r["kind"] == "batch" and r["system"] == "lakegraph"
                       for e in r["stats"].get("engines", [])})
     lines += ["", f"lakegraph: bronze-to-gold (`Runner.run`, engine {config.get('engine', 'auto')}: "
               f"{', '.join(engines) or '·'} ran); end-to-end adds ingest; updates/s is batch size over "
-              "end-to-end time; Delta commits are those of bronze-to-gold."]
+              "end-to-end time; Delta commits are those of bronze-to-gold; reads are the state rows the batch "
+              "read from parquet files (and their compressed bytes) and those the store served from memory "
+              "(the tables it read or wrote at the previous batch, in this long-lived process; a `lakegraph run` "
+              "process reads them all from files)."]
     if not config["separate"]:
         lines += ["", "### Per query: the re-running systems (the queries share one lakegraph run)", ""]
         per_query = [[str(scale), str(size), q, *(_cell(times.get((scale, size, q, s))) for s in SYSTEMS[1:])]

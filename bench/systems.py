@@ -19,7 +19,7 @@ import json
 import shutil
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterator, Mapping, Protocol, TypeVar
 
@@ -143,12 +143,14 @@ class Lakegraph:
     def apply(self, batch_path: Path) -> BatchTiming:
         ingest_s = _timed(lambda: ingest_paths(self.store, [str(batch_path)]))[0]
         before, bytes_before = commits(self.lake), disk_bytes(self.lake)
+        reads = replace(self.store.reads)
         with spark_jobs(self.spark) as jobs:
             run_s, report = _timed(lambda: Runner(self.store, self.spark, self.engine).run())
         stats = {k: sum(b.get(k, 0) for b in report.batches)
                  for k in ("messages", "noops", "view_changes", "answer_changes")}
+        read = {f"{k}_read": getattr(self.store.reads, k) - getattr(reads, k) for k in asdict(reads)}
         return BatchTiming(ingest_s + run_s, {"ingest": ingest_s, "run": run_s}, jobs.count,
-                           commits(self.lake) - before, {**stats, "engine_batches": len(report.batches),
+                           commits(self.lake) - before, {**stats, **read, "engine_batches": len(report.batches),
                             "bytes_written": disk_bytes(self.lake) - bytes_before,
                             "engines": sorted({b["engine"] for b in report.batches})})
 

@@ -11,6 +11,7 @@ import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Collection, Iterator, Sequence
 from urllib.parse import unquote
@@ -62,6 +63,17 @@ def normalise_arrow(table: pa.Table) -> pa.Table:
     return table if schema == table.schema else table.cast(schema)
 
 
+@dataclass
+class ReadCounts:
+    """What :meth:`DeltaRsStore.read_arrow` has read: rows and compressed bytes from parquet files,
+    and rows served from memory (a table this store read or wrote at that version). A batch's
+    reads should follow its change, not its tables' size: this is how the bench measures it."""
+
+    file_rows: int = 0
+    file_bytes: int = 0
+    memory_rows: int = 0
+
+
 class DeltaRsStore:
     """``TableStore`` on delta-rs; ``spark`` is only needed for :meth:`read`."""
 
@@ -82,6 +94,8 @@ class DeltaRsStore:
         # reads the state tables at the versions the previous batch wrote (and versions never
         # change), and reading them back from parquet cost more than the batch's own work on them.
         self._known: dict[str, tuple[int, pa.Table]] = {}
+        self.reads = ReadCounts()
+        self._counting = threading.Lock()   # read on the threads of a batch's windowed queries
         # Inside :meth:`writing`, the tables whose newest state this store already holds.
         self._current: set[str] | None = None
         self._others: frozenset[str] = frozenset()
@@ -280,18 +294,28 @@ class DeltaRsStore:
         dt = None if known is not None and known[0] == version else self._table(name, version)
         at = version if dt is None else dt.version()        # a pinned version opens no table
         if known is not None and known[0] == at:
+            with self._counting:
+                self.reads.memory_rows += known[1].num_rows
             return known[1].select(schema.names)
+        wanted = set(schema.names)
 
-        def read(path: str) -> pa.Table:
-            table = pq.ParquetFile(path).read(columns=schema.names)
-            return table.select(schema.names).cast(schema)
+        def read(path: str) -> tuple[pa.Table, int]:
+            handle = pq.ParquetFile(path)
+            meta = handle.metadata
+            size = sum(meta.row_group(g).column(c).total_compressed_size for g in range(meta.num_row_groups)
+                       for c in range(meta.num_columns) if meta.schema.column(c).name in wanted)
+            return handle.read(columns=schema.names).select(schema.names).cast(schema), size
 
         files = _files(dt)
         if not files:
             table = pa.Table.from_batches([], schema)
         else:
             with ThreadPoolExecutor(pa.io_thread_count()) as pool:
-                table = pa.concat_tables(list(pool.map(read, files)))
+                parts = list(pool.map(read, files))
+            table = pa.concat_tables([part for part, _ in parts])
+            with self._counting:
+                self.reads.file_rows += table.num_rows
+                self.reads.file_bytes += sum(size for _, size in parts)
         if not columns:
             self._remember(name, at, table)
         return table
