@@ -70,17 +70,22 @@ def merge_on_read(plan: QueryPlan) -> set[str]:
     return {v.id for v in plan.views} | set(state_tables(plan))
 
 
-def state_content(store: TableStore, plan: QueryPlan, name: str) -> pa.Table:
-    """A table of windowed query ``plan`` as a batch reads it: a merge-on-read table consolidated,
-    the buffer's live rows (what its rows and a bound on them mean; the stored rows are at most
-    :data:`_FOLD` times as many)."""
-    rows = store.read_arrow(name)
+def _as_read(plan: QueryPlan, name: str, rows: pa.Table, progress: Callable[[], Progress]) -> pa.Table:
+    """The stored ``rows`` of table ``name`` of windowed query ``plan`` as a batch reads them: a
+    merge-on-read table consolidated, an append-only buffer's live rows (``progress``: the query's
+    progress the buffer was written with)."""
     if name in merge_on_read(plan):
         return consolidate(rows, [c for c in rows.column_names if c != MULT])
     if name == buffer_table(plan.name) and not plan.graphs:
-        progress = Progress.last(store.read_arrow(progress_table(plan.name)))
-        return live_buffer(Clock.of(plan.streams, plan.lateness_ms), progress, rows)
+        return live_buffer(Clock.of(plan.streams, plan.lateness_ms), progress(), rows)
     return rows
+
+
+def state_content(store: TableStore, plan: QueryPlan, name: str) -> pa.Table:
+    """A table of windowed query ``plan`` as a batch reads it (what its rows and a bound on them
+    mean; the stored rows are at most :data:`_FOLD` times as many)."""
+    return _as_read(plan, name, store.read_arrow(name),
+                    lambda: Progress.last(store.read_arrow(progress_table(plan.name))))
 
 
 def window_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
@@ -226,22 +231,15 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     versions = record.versions
     stored = cache(lambda name: store.read_arrow(name, versions.get(name)))
     merged = merge_on_read(plan)
-
-    @cache
-    def base(name: str) -> pa.Table:
-        rows = stored(name)
-        return consolidate(rows, [c for c in rows.column_names if c != MULT]) if name in merged else rows
+    progress = Progress.last(stored(progress_table(plan.name)))
+    base = cache(lambda name: _as_read(plan, name, stored(name), lambda: progress))
 
     def spark_base(name: str) -> object:
         frame = read_spark(name)
         return consolidate_frame(frame, [c for c in frame.columns if c != MULT]) if name in merged else frame
 
-    progress = Progress.last(base(progress_table(plan.name)))
     clock = Clock.of(plan.streams, plan.lateness_ms)
     buffer = base(buffer_table(plan.name))
-    appendable = not plan.graphs        # background messages leave the buffer when read, not by time
-    if appendable:
-        buffer = live_buffer(clock, progress, buffer)
     step = window_step(clock, [bare(g) for g in plan.graphs], progress,
                        buffer, lambda: base(background_table(plan.name)),
                        timed_messages(rows), record.batch, flush, stamps=plan.reads_times,
@@ -286,9 +284,10 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
                               pa.Table.from_pylist([{**row, "gold_version": gold_version} for row in log],
                                                    schema=S.WINDOW_LOG), txn))
     if step.buffer is not None:
-        added = step.buffer.filter(pc.invert(pc.is_in(step.buffer["seq"], buffer["seq"])))
-        stored_rows = stored(buffer_table(plan.name)).num_rows
-        if appendable and stored_rows + added.num_rows <= _FOLD * step.buffer.num_rows:
+        # background messages leave the buffer when a window reads them, not by time: rewritten
+        added = None if plan.graphs else step.buffer.filter(pc.invert(pc.is_in(step.buffer["seq"], buffer["seq"])))
+        kept = stored(buffer_table(plan.name)).num_rows
+        if added is not None and kept + added.num_rows <= _FOLD * step.buffer.num_rows:
             writes.append(partial(store.append, buffer_table(plan.name), added, txn))
         else:
             writes.append(partial(store.overwrite, buffer_table(plan.name), step.buffer, txn))
