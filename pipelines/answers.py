@@ -15,7 +15,7 @@ from schemas.terms import parse_term, term_to_sparql_json
 
 from . import catalog
 from .engine.arrow import consolidate
-from .lake import BatchLog, changes_table, gold_table, progress_table, windows_table
+from .lake import BatchLog, changes_table, gold_table, windows_table
 from .storage import StorageError, TableStore
 
 FORMATS = ("tsv", "csv", "json")
@@ -75,9 +75,9 @@ def windows(store: TableStore, name: str) -> list[dict]:
 
 def late_messages(store: TableStore, name: str) -> int:
     """How many messages came too late for the query's windows."""
-    from .engine.windows import Progress
+    from .engine.window_state import last_progress
 
-    return Progress.last(store.read_arrow(progress_table(name))).late
+    return last_progress(store, name).late
 
 
 def window_row(store: TableStore, name: str, window: int | None = None, close_ms: int | None = None) -> dict:

@@ -58,8 +58,15 @@ def sums_table(query: str) -> str:
     return f"pe_{query}_sums"
 
 
+def state_table(query: str) -> str:
+    """A windowed query's own state: its views, partial embeddings, progress and (without
+    background graphs) buffer, as parts of one table (:mod:`pipelines.engine.window_state`)."""
+    return f"w_{query}_state"
+
+
 def buffer_table(query: str) -> str:
-    """A windowed query's messages that a future window still needs."""
+    """A windowed query's messages that a future window still needs: a part of its state table, or
+    a table of its own for a query with background graphs."""
     return f"w_{query}_buffer"
 
 
@@ -69,7 +76,8 @@ def background_table(query: str) -> str:
 
 
 def progress_table(query: str) -> str:
-    """A windowed query's progress after each batch: event times seen, windows emitted, late messages."""
+    """A windowed query's progress after each batch (event times seen, windows emitted, late
+    messages): a part of its state table."""
     return f"w_{query}_progress"
 
 

@@ -91,8 +91,9 @@ def test_a_windowed_query_keeps_its_own_tables_and_unregistering_removes_them(la
     before = lake_state(lake)
     assert cli.main(["--lake", lake, "register", str(query)]) == 0
     tables = set(lake_state(lake)) - set(before)
-    assert {"gold_w", "w_w_buffer", "w_w_background", "w_w_progress"} <= tables
+    assert {"gold_w", "w_w_state", "w_w_background"} <= tables
     assert ("w_w_windows" in tables) == ("STREAM" in clause)
-    assert len({t for t in tables if t.startswith("v_")}) == 1     # its own view, not the shared one
+    assert ("w_w_buffer" in tables) == ("STREAM" not in clause)    # background messages: rewritten
+    assert not {t for t in tables if t.startswith("v_")}            # its views are parts of its state
     assert cli.main(["--lake", lake, "unregister", "w"]) == 0
     assert set(lake_state(lake)) == set(before)

@@ -7,6 +7,8 @@ import shutil
 
 import pytest
 
+from pipelines.catalog import lookup
+from pipelines.engine.windowed import read_state
 from pipelines.ingest import ingest_paths
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
@@ -111,7 +113,7 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
         break
     # two batches, each: plan row, views, partial embeddings, bag, gold, changes, and for the
     # windowed queries each window's chained output (bronze, ingest log), then once per batch their
-    # views, gold, changes, window log, buffer, progress; the batches that read the chained output;
+    # state (views, buffer, progress), gold, changes, window log; the batches that read the chained output;
     # done rows
     assert crashes >= 30
     done = DeltaRsStore(str(reference))
@@ -119,7 +121,7 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
     per_batch = [windows["batch"].to_pylist().count(b) for b in set(windows["batch"].to_pylist())]
     assert len(per_batch) >= 2 and max(per_batch) >= 2
     chained = [r for r in done.read_arrow("bronze").to_pylist() if r["stream"] == "urn:lakegraph:stream:linked"]
-    assert chained and done.read_arrow("w_reached_buffer").num_rows
+    assert chained and read_state(done, lookup(done, "reached").plan)["w_reached_buffer"].num_rows
     assert done.read_arrow("gold_counted").num_rows and done.read_arrow("gold_reached").num_rows
     path = compile_query(parse_query(PREFIXES + QUERIES["reach"], "reach"), "reach").paths[0]
     assert done.read_arrow(path.reach).num_rows and len(done.history(path.reach)) >= 3

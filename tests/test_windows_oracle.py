@@ -258,24 +258,23 @@ def _check_windows(replay, case: str) -> None:
 
 def test_late_messages_are_counted_once_per_query(replay):
     store, plans, models, _ = replay
-    from pipelines.engine.windows import Progress
-    from pipelines.lake import progress_table
+    from pipelines.engine.window_state import last_progress
 
     for case, plan in plans.items():
-        progress = Progress.last(store.read_arrow(progress_table(case)))
-        assert progress.late == models[case].late, case
+        assert last_progress(store, case).late == models[case].late, case
     assert any(models[c].late for c in plans if models[c].kind == "time")
 
 
 def test_state_is_pruned_to_what_future_windows_need(replay):
     """The buffer holds the messages of the last window's extent and later, nothing older."""
     store, plans, models, _ = replay
-    from pipelines.engine.windowed import state_content
+    from pipelines.engine.windowed import read_state
     from pipelines.lake import buffer_table
 
     for case, plan in plans.items():
         model = models[case]
-        buffer = state_content(store, plan, buffer_table(case)).to_pylist()
+        state = read_state(store, plan)
+        buffer = (state[buffer_table(case)] if buffer_table(case) in state else store.read_arrow(buffer_table(case))).to_pylist()
         if model.kind == "count" or model.last_close is None:
             continue
         for row in buffer:
@@ -335,30 +334,32 @@ def test_path_times_are_max_min_over_the_window_after_every_batch(arrow_replay, 
 
 
 def _appended(store, plans) -> int:
-    """How many appended tables hold more rows than a batch reads of them; each must hold at most
-    twice as many, and read as a Z-set of positive multiplicities."""
-    from pipelines.engine.windowed import merge_on_read, state_content
-    from pipelines.lake import buffer_table
+    """How many windowed queries' state tables hold more rows than a batch reads of them; each must
+    hold at most twice as many, and its views and partial embeddings read as Z-sets of positive
+    multiplicities."""
+    from pipelines.engine.window_state import zsets
+    from pipelines.engine.windowed import read_state
+    from pipelines.lake import state_table
 
     appended = 0
     for case, plan in plans.items():
-        for name in merge_on_read(plan) | {buffer_table(case)}:
-            stored, content = store.read_arrow(name).num_rows, state_content(store, plan, name)
-            assert stored <= 2 * content.num_rows, name
-            if name != buffer_table(case):
-                assert pc.all(pc.greater(content["_mult"], 0), min_count=0).as_py(), name
-            appended += stored > content.num_rows
+        state = read_state(store, plan)
+        stored, content = store.row_count(state_table(case)), sum(t.num_rows for t in state.values())
+        assert stored <= 2 * content, case
+        for name in zsets(plan):
+            assert pc.all(pc.greater(state[name]["_mult"], 0), min_count=0).as_py(), name
+        appended += stored > content
     return appended
 
 
 def test_appended_state_stays_within_twice_its_content(replay):
-    """A windowed query's views and partial embeddings are merge-on-read, and its buffer (without
-    background graphs) append-only with expiry at read: a batch appends, and a table is rewritten
-    before its rows exceed twice what a batch reads of it."""
+    """A windowed query's state table is merge-on-read (its views and partial embeddings Z-sets, its
+    buffer, without background graphs, append-only with expiry at read): a batch appends, and the
+    table is rewritten before its rows exceed twice what a batch reads of it."""
     store, plans, _, _ = replay
     _appended(store, plans)
 
 
 def test_the_one_pass_path_appends_changes(arrow_replay):
     store, plans, _, _ = arrow_replay
-    assert _appended(store, plans), "no table holds appended rows"
+    assert _appended(store, plans), "no state table holds appended rows"

@@ -14,15 +14,16 @@ from views.path_views import PathDef
 from views.plan import QueryPlan, ViewDef
 
 from .. import catalog
-from ..lake import BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake, progress_table
+from ..lake import BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
 from ..spark import SparkSource, master_of
 from ..storage import TableStore
 from ..storage.lock import writer
-from .bgp import QueryMaintainer, state_tables
+from .bgp import QueryMaintainer
 from .paths import path_backfill, path_tables
 from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
 from .step import change_rows, changes_schema, gold_schema
 from .views import triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow, view_schema
+from .window_state import last_progress
 from .windowed import run_windowed, window_tables
 from .windows import Progress
 from .zsets import ZSetEngine
@@ -130,9 +131,7 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
     """A windowed query starts empty and replays bronze up to checkpoint ``at`` as one batch: the
     windows that history closes are emitted (with no message late: lateness is judged between
     batches), the others wait for the next run. Returns the query's progress after it."""
-    tables = {v.id: view_schema(v) for v in plan.views}
-    tables.update({name: schema for path in plan.paths for name, schema in path_tables(path).items()})
-    tables.update(state_tables(plan))
+    tables = {name: schema for path in plan.paths for name, schema in path_tables(path).items()}
     tables.update({gold_table(plan.name): gold_schema(plan),
                    changes_table(plan.name): changes_schema(plan)})
     tables.update(window_tables(plan))
@@ -145,7 +144,7 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
                          versions={name: store.version(name) for name in tables})
     run_windowed(store, plan, rows, replay, lambda arrow, read: zset_engine(engine, spark, arrow, read),
                  lambda name: store.read(name, replay.versions.get(name)))
-    return Progress.last(store.read_arrow(progress_table(plan.name)))
+    return last_progress(store, plan.name)
 
 
 def unregister(store: TableStore, name: str, wait: float | None = None) -> list[str]:

@@ -148,7 +148,7 @@ class Runner:
         names = catalog.shared_tables(plans)
         for plan in plans:
             names += [gold_table(plan.name), changes_table(plan.name)]
-            names += list(state_tables(plan)) + list(window_tables(plan))
+            names += list(window_tables(plan)) if plan.windowed else list(state_tables(plan))
         return names
 
     def _versions(self, plans) -> dict[str, int]:

@@ -8,11 +8,13 @@ each view is scanned once per batch, not once per window. Otherwise (the Spark e
 each window is one step of the ordinary engine (:mod:`pipelines.engine.step`) computed in memory:
 later windows of a batch read the state tables as the batch started plus the earlier windows'
 changes (an overlay). Either way every window is computed from the versions the batch log
-recorded, as a batch is. Then each table the windows changed (views, partial embeddings, bags,
-gold) and the buffer are written once, whole (a Delta MERGE rewrites the files it touches anyway,
-and costs several times a plain write), the answer changes of every window (tagged with it), the
-window log and the progress row appended, the background graphs merged, every commit with the
-batch's app transaction: a Delta commit costs more than a window's computation, and a crash
+recorded, as a batch is. Then the query's state table (:mod:`pipelines.engine.window_state`: its
+views, partial embeddings, buffer and progress) gets one commit, appending the batch's signed rows
+(or, once its rows would pass twice its content, rewriting it consolidated); each other table the
+windows changed (gold, path state) is written once, whole (a Delta MERGE rewrites the files it
+touches anyway, and costs several times a plain write); the answer changes of every window
+(tagged with it) and the window log are appended, the background graphs merged; every commit with
+the batch's app transaction: a Delta commit costs more than a window's computation, and a crash
 anywhere re-runs the batch like any other. So the gold table holds the RStream of each batch's last
 window; an earlier window's is that minus the batch's later windows' changes
 (:func:`pipelines.answers.window_answers`).
@@ -36,19 +38,19 @@ from views.windows import Clock, bare
 
 from .. import catalog
 from ..lake import (BATCH_APP, BatchRecord, background_table, buffer_table, changes_table, gold_table,
-                    progress_table, windows_table)
+                    progress_table, state_table, windows_table)
 from ..ingest import ingest_generated
 from ..storage import TableStore, Txn
 from .arrow import consolidate
-from .bgp import GOLD, QueryMaintainer, state_tables
+from .bgp import GOLD, QueryMaintainer
 from .intervals import WINDOW, IntervalZSets, last_window, view_intervals, window_changes
-from .spark import consolidate_frame
 from .step import change_rows, compute, gold_schema, unbind_stamps
 from .views import probe_arrow, view_schema
+from .window_state import pack, table_schema as state_schema, unpack, zsets
 from .windows import Emission, Progress, WindowStep, live_buffer, window_step
 from .zsets import ZSetEngine
 
-#: A merge-on-read table is rewritten consolidated once its rows would exceed this many times its content.
+#: The state table is rewritten consolidated once its rows would exceed this many times its content.
 _FOLD = 2
 #: Columns of the bronze rows the window operator reads.
 MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o", "stream", "event_time"]
@@ -56,44 +58,37 @@ MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o", "stream", "event_time"]
 EngineFactory = Callable[[Callable[[str], pa.Table], Callable[[str], object]], ZSetEngine]
 
 
-def merge_on_read(plan: QueryPlan) -> set[str]:
-    """The tables of a windowed query kept merge-on-read: its views and partial embeddings (Z-sets,
-    so any number of signed rows for a key sum to its multiplicity). A batch appends its change to
-    them, and rewrites one consolidated only when its rows would exceed :data:`_FOLD` times its
-    consolidated content; every read consolidates. Writing a window's whole content at every batch
-    made a batch's writes grow with the window instead of with what entered and left it. Gold stays
-    consolidated for SQL users. The buffer of a query without background graphs is kept the same
-    way by time: a batch appends its new messages, a read drops the expired ones
-    (:func:`~pipelines.engine.windows.live_buffer`), a rewrite keeps the live ones."""
-    if not plan.windowed:
-        return set()
-    return {v.id for v in plan.views} | set(state_tables(plan))
-
-
-def _as_read(plan: QueryPlan, name: str, rows: pa.Table, progress: Callable[[], Progress]) -> pa.Table:
-    """The stored ``rows`` of table ``name`` of windowed query ``plan`` as a batch reads them: a
-    merge-on-read table consolidated, an append-only buffer's live rows (``progress``: the query's
-    progress the buffer was written with)."""
-    if name in merge_on_read(plan):
+def _as_read(plan: QueryPlan, name: str, rows: pa.Table, progress: Progress) -> pa.Table:
+    """The stored ``rows`` of part ``name`` of windowed query ``plan``'s state table as a batch
+    reads them, which is what a rewrite keeps: a Z-set consolidated (a batch appends its signed
+    change to it), the buffer's live rows (a batch appends its new messages; ``progress`` the
+    query's progress the buffer was written with), the progress's last row."""
+    if name in zsets(plan):
         return consolidate(rows, [c for c in rows.column_names if c != MULT])
-    if name == buffer_table(plan.name) and not plan.graphs:
-        return live_buffer(Clock.of(plan.streams, plan.lateness_ms), progress(), rows)
+    if name == buffer_table(plan.name):
+        return live_buffer(Clock.of(plan.streams, plan.lateness_ms), progress, rows)
+    if name == progress_table(plan.name):
+        return progress.table() if rows.num_rows else rows
     return rows
 
 
-def state_content(store: TableStore, plan: QueryPlan, name: str) -> pa.Table:
-    """A table of windowed query ``plan`` as a batch reads it (what its rows and a bound on them
-    mean; the stored rows are at most :data:`_FOLD` times as many)."""
-    return _as_read(plan, name, store.read_arrow(name),
-                    lambda: Progress.last(store.read_arrow(progress_table(plan.name))))
+def read_state(store: TableStore, plan: QueryPlan) -> dict[str, pa.Table]:
+    """Every part of windowed query ``plan``'s state table as a batch reads it (its content: the
+    rows it holds are at most :data:`_FOLD` times as many)."""
+    named = unpack(plan, store.read_arrow(state_table(plan.name)))
+    progress = Progress.last(named[progress_table(plan.name)])
+    return {name: _as_read(plan, name, rows, progress) for name, rows in named.items()}
 
 
 def window_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
-    """The window state tables of a windowed query (none for a query over the whole graph)."""
+    """The window tables of a windowed query (none for a query over the whole graph): its state
+    (views, partial embeddings, progress and buffer), its background graphs, its window log, and
+    the buffer of a query with background graphs."""
     if not plan.windowed:
         return {}
-    tables = {buffer_table(plan.name): S.WINDOW_BUFFER, background_table(plan.name): S.WINDOW_BACKGROUND,
-              progress_table(plan.name): S.WINDOW_PROGRESS}
+    tables = {state_table(plan.name): state_schema(plan), background_table(plan.name): S.WINDOW_BACKGROUND}
+    if plan.graphs:
+        tables[buffer_table(plan.name)] = S.WINDOW_BUFFER
     if plan.streams:
         tables[windows_table(plan.name)] = S.WINDOW_LOG
     return tables
@@ -108,10 +103,12 @@ def timed_messages(rows: pa.Table) -> pa.Table:
 
 class _Overlay:
     """State tables as the batch started (each read once) plus the changes of the windows computed
-    so far, and which tables those changes touched."""
+    so far, and which tables those changes touched. On Spark, the parts of the state table (read
+    with Arrow) and the overlaid tables are frames of their Arrow rows."""
 
-    def __init__(self, base: Callable[[str], pa.Table]) -> None:
+    def __init__(self, base: Callable[[str], pa.Table], local: set[str]) -> None:
         self.base = cache(base)
+        self.local = local
         self.tables: dict[str, pa.Table] = {}
         self.deltas: dict[str, tuple[list[pa.Table], list[str]]] = {}
 
@@ -119,10 +116,10 @@ class _Overlay:
         return self.tables[name] if name in self.tables else self.base(name)
 
     def engine(self, make: EngineFactory, read_spark: Callable[[str], object]) -> ZSetEngine:
-        """A Z-set engine reading through the overlay (on Spark, an overlaid table is a frame of its
-        Arrow rows; the others are read as the batch started)."""
+        """A Z-set engine reading through the overlay (on Spark, the other tables are read as the
+        batch started)."""
         def spark_read(name: str) -> object:
-            return z.from_arrow(self.tables[name]) if name in self.tables else read_spark(name)
+            return z.from_arrow(self.read(name)) if name in self.tables or name in self.local else read_spark(name)
 
         z = make(self.read, spark_read)
         return z
@@ -132,10 +129,11 @@ class _Overlay:
         self.tables[name] = consolidate(rows, keys).select(delta.column_names).cast(delta.schema)
         self.deltas.setdefault(name, ([], keys))[0].append(delta)
 
-    def changed(self) -> list[str]:
-        """The tables whose content the windows so far changed (not those whose changes cancel out)."""
-        return [name for name, (deltas, keys) in self.deltas.items()
-                if consolidate(pa.concat_tables(deltas), keys).num_rows]
+    def changed(self) -> dict[str, pa.Table]:
+        """The change of each table the windows so far changed (not of those whose changes cancel out)."""
+        summed = {name: consolidate(pa.concat_tables(deltas), keys) for name, (deltas, keys) in self.deltas.items()}
+        return {name: delta.select(self.tables[name].column_names).cast(self.tables[name].schema)
+                for name, delta in summed.items() if delta.num_rows}
 
 
 def _ms_time(ms: int) -> datetime:
@@ -160,20 +158,20 @@ def _emit_stream(store: TableStore, plan: QueryPlan, emission: Emission, answers
 @dataclass
 class _Windows:
     """What a batch's windows do to a windowed query's engine state: each table they changed as it
-    stands after the last of them, the change itself where it is known (signed rows), and the
-    answer changes of every window (``window`` its index in the batch), in window order."""
+    stands after the last of them, its change (signed rows), and the answer changes of every
+    window (``window`` its index in the batch), in window order."""
 
     tables: dict[str, pa.Table]
     changes: pa.Table
     deltas: dict[str, pa.Table] = field(default_factory=dict)
 
 
-def _step_by_step(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Table], engine: EngineFactory,
-                  read_spark: Callable[[str], object]) -> _Windows:
+def _step_by_step(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Table], local: set[str],
+                  engine: EngineFactory, read_spark: Callable[[str], object]) -> _Windows:
     """One engine step per window, each reading the state as the batch started plus the earlier
     windows' changes (an overlay): the Spark engine, aggregates (whose answer at a window is a
     function of its groups' rows at that window) and property paths (walked at each window)."""
-    overlay = _Overlay(base)
+    overlay = _Overlay(base, local)
     changes = []
     for k, emission in enumerate(step.emissions):
         result = compute(overlay.engine(engine, read_spark), emission.messages, [plan])
@@ -182,8 +180,10 @@ def _step_by_step(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Ta
         gold = result.gold[plan.name]
         changes.append(gold.append_column(WINDOW, pa.repeat(pa.scalar(k, pa.int64()), gold.num_rows)))
     schema = gold_schema(plan).append(pa.field(WINDOW, pa.int64()))
-    return _Windows({name: overlay.tables[name] for name in overlay.changed()},
-                    pa.concat_tables([c.select(schema.names).cast(schema) for c in changes] + [schema.empty_table()]))
+    deltas = overlay.changed()
+    return _Windows({name: overlay.tables[name] for name in deltas},
+                    pa.concat_tables([c.select(schema.names).cast(schema) for c in changes] + [schema.empty_table()]),
+                    deltas)
 
 
 def _all_at_once(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Table],
@@ -230,14 +230,9 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     given readers; ``read_spark`` reads a table at the batch's start. Returns counters."""
     versions = record.versions
     stored = cache(lambda name: store.read_arrow(name, versions.get(name)))
-    merged = merge_on_read(plan)
-    progress = Progress.last(stored(progress_table(plan.name)))
-    base = cache(lambda name: _as_read(plan, name, stored(name), lambda: progress))
-
-    def spark_base(name: str) -> object:
-        frame = read_spark(name)
-        return consolidate_frame(frame, [c for c in frame.columns if c != MULT]) if name in merged else frame
-
+    state = unpack(plan, stored(state_table(plan.name)))
+    progress = Progress.last(state[progress_table(plan.name)])
+    base = cache(lambda name: _as_read(plan, name, state[name], progress) if name in state else stored(name))
     clock = Clock.of(plan.streams, plan.lateness_ms)
     buffer = base(buffer_table(plan.name))
     step = window_step(clock, [bare(g) for g in plan.graphs], progress,
@@ -246,9 +241,9 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
                        patterns=[(v.s, v.p, v.o) for v in plan.views])
     done = _Windows({}, gold_schema(plan).append(pa.field(WINDOW, pa.int64())).empty_table())
     if step.emissions:
-        z = engine(base, spark_base)
+        z = engine(base, read_spark)
         done = (_all_at_once(plan, step, base, z.where) if _together(plan, z)
-                else _step_by_step(plan, step, base, engine, spark_base))
+                else _step_by_step(plan, step, base, set(state), engine, read_spark))
     changes = done.changes
     index = changes[WINDOW].to_numpy()
     per_window = np.bincount(index, weights=changes[MULT].to_numpy(), minlength=len(step.emissions))
@@ -269,10 +264,11 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
             _emit_stream(store, plan, emission, gold)
     txn = Txn(BATCH_APP, record.batch)
     writes = []
+    # the state table's parts: what the batch appends to each, and each one's content after it
+    appended, content = {}, {}
     for name, table in done.tables.items():
-        delta = done.deltas.get(name) if name in merged else None
-        if delta is not None and stored(name).num_rows + delta.num_rows <= _FOLD * table.num_rows:
-            writes.append(partial(store.append, name, delta, txn))
+        if name in state:
+            appended[name], content[name] = done.deltas[name], table
         else:
             writes.append(partial(store.overwrite, name, table, txn))
     if changes.num_rows:
@@ -284,19 +280,26 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
                               pa.Table.from_pylist([{**row, "gold_version": gold_version} for row in log],
                                                    schema=S.WINDOW_LOG), txn))
     if step.buffer is not None:
-        # background messages leave the buffer when a window reads them, not by time: rewritten
-        added = None if plan.graphs else step.buffer.filter(pc.invert(pc.is_in(step.buffer["seq"], buffer["seq"])))
-        kept = stored(buffer_table(plan.name)).num_rows
-        if added is not None and kept + added.num_rows <= _FOLD * step.buffer.num_rows:
-            writes.append(partial(store.append, buffer_table(plan.name), added, txn))
-        else:
+        if plan.graphs:
+            # background messages leave the buffer when a window reads them, not by time: rewritten
             writes.append(partial(store.overwrite, buffer_table(plan.name), step.buffer, txn))
+        else:
+            name = buffer_table(plan.name)
+            appended[name] = step.buffer.filter(pc.invert(pc.is_in(step.buffer["seq"], buffer["seq"])))
+            content[name] = step.buffer
     if step.background.num_rows:
         writes.append(partial(store.merge_counts, background_table(plan.name), step.background,
                               ["graph", "s", "p", "o"], MULT, txn))
     final = int(answers[-1]) if len(answers) else progress.answers
     after = replace(step.progress, answers=final)
     if replace(after, batch=progress.batch) != progress:      # a batch that did nothing writes nothing
-        writes.append(partial(store.append, progress_table(plan.name), after.table(), txn))
+        appended[progress_table(plan.name)] = content[progress_table(plan.name)] = after.table()
+    if appended:
+        content = {name: content[name] if name in content else base(name) for name in state}
+        kept = stored(state_table(plan.name)).num_rows + sum(t.num_rows for t in appended.values())
+        if kept <= _FOLD * sum(t.num_rows for t in content.values()):
+            writes.append(partial(store.append, state_table(plan.name), pack(plan, appended), txn))
+        else:
+            writes.append(partial(store.overwrite, state_table(plan.name), pack(plan, content), txn))
     store.concurrently(writes)
     return {"windows": len(log), "late": step.late, "answer_changes": int(pc.sum(pc.abs(changes[MULT])).as_py() or 0)}
