@@ -24,7 +24,7 @@ from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
 from .step import change_rows, changes_schema, gold_schema
 from .views import triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow, view_schema
 from .window_state import last_progress
-from .windowed import run_windowed, window_tables
+from .windowed import forget_state, run_windowed, window_tables
 from .windows import Progress
 from .zsets import ZSetEngine
 
@@ -135,6 +135,7 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
     tables.update({gold_table(plan.name): gold_schema(plan),
                    changes_table(plan.name): changes_schema(plan)})
     tables.update(window_tables(plan))
+    forget_state(store, plan.name)
     for name, schema in tables.items():
         store.create(name, schema)
     bronze = store.read_arrow(BRONZE, at.bronze_to)
@@ -162,4 +163,5 @@ def _unregister(store: TableStore, name: str) -> list[str]:
     dropped += [t for t in catalog.shared_tables([query.plan]) if t not in others]
     for table in dropped:
         store.drop(table)
+    forget_state(store, name)
     return dropped

@@ -25,7 +25,9 @@ import json
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import cache, partial
+from threading import Lock
 from typing import Callable
+from weakref import WeakKeyDictionary
 
 import numpy as np
 import pyarrow as pa
@@ -72,12 +74,52 @@ def _as_read(plan: QueryPlan, name: str, rows: pa.Table, progress: Progress) -> 
     return rows
 
 
+@dataclass(frozen=True)
+class _Left:
+    """A windowed query's state table as a batch of this process left it: its version, the rows it
+    holds, and each part as a batch reads it."""
+
+    version: int
+    rows: int
+    parts: dict[str, pa.Table]
+
+
+#: Per store, what the last batch of each windowed query left. The next batch of the process
+#: starts from it rather than reading and consolidating every part again, which cost as much as
+#: computing the batch's windows (a version never changes, so what it held stays true).
+_LEFT: WeakKeyDictionary[TableStore, dict[str, _Left]] = WeakKeyDictionary()
+_LEFT_LOCK = Lock()
+
+
+def _state_at(store: TableStore, plan: QueryPlan, version: int | None) -> _Left:
+    """Windowed query ``plan``'s state table at ``version``: from what this process's last batch
+    left, or read."""
+    with _LEFT_LOCK:
+        left = _LEFT.get(store, {}).get(plan.name)
+    if left is not None and left.version == version:
+        return left
+    stored = store.read_arrow(state_table(plan.name), version)
+    named = unpack(plan, stored)
+    progress = Progress.last(named[progress_table(plan.name)])
+    return _Left(version, stored.num_rows, {name: _as_read(plan, name, rows, progress) for name, rows in named.items()})
+
+
+def _leave(store: TableStore, plan: QueryPlan, left: _Left) -> None:
+    with _LEFT_LOCK:
+        _LEFT.setdefault(store, {})[plan.name] = left
+
+
+def forget_state(store: TableStore, query: str) -> None:
+    """Forget what the last batch of windowed query ``query`` left: its state table is dropped
+    (unregistered, or registered anew), and a new one counts its versions from 0 again."""
+    with _LEFT_LOCK:
+        _LEFT.get(store, {}).pop(query, None)
+
+
 def read_state(store: TableStore, plan: QueryPlan) -> dict[str, pa.Table]:
     """Every part of windowed query ``plan``'s state table as a batch reads it (its content: the
     rows it holds are at most :data:`_FOLD` times as many)."""
-    named = unpack(plan, store.read_arrow(state_table(plan.name)))
-    progress = Progress.last(named[progress_table(plan.name)])
-    return {name: _as_read(plan, name, rows, progress) for name, rows in named.items()}
+    return _state_at(store, plan, None).parts
 
 
 def window_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
@@ -230,9 +272,10 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     given readers; ``read_spark`` reads a table at the batch's start. Returns counters."""
     versions = record.versions
     stored = cache(lambda name: store.read_arrow(name, versions.get(name)))
-    state = unpack(plan, stored(state_table(plan.name)))
+    start = _state_at(store, plan, versions.get(state_table(plan.name)))
+    state = start.parts
     progress = Progress.last(state[progress_table(plan.name)])
-    base = cache(lambda name: _as_read(plan, name, state[name], progress) if name in state else stored(name))
+    base = cache(lambda name: state[name] if name in state else stored(name))
     clock = Clock.of(plan.streams, plan.lateness_ms)
     buffer = base(buffer_table(plan.name))
     step = window_step(clock, [bare(g) for g in plan.graphs], progress,
@@ -294,12 +337,17 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     after = replace(step.progress, answers=final)
     if replace(after, batch=progress.batch) != progress:      # a batch that did nothing writes nothing
         appended[progress_table(plan.name)] = content[progress_table(plan.name)] = after.table()
+    left = start
     if appended:
-        content = {name: content[name] if name in content else base(name) for name in state}
-        kept = stored(state_table(plan.name)).num_rows + sum(t.num_rows for t in appended.values())
-        if kept <= _FOLD * sum(t.num_rows for t in content.values()):
+        content = {name: content[name] if name in content else state[name] for name in state}
+        kept = start.rows + sum(t.num_rows for t in appended.values())
+        folded = sum(t.num_rows for t in content.values())
+        if kept <= _FOLD * folded:
             writes.append(partial(store.append, state_table(plan.name), pack(plan, appended), txn))
         else:
             writes.append(partial(store.overwrite, state_table(plan.name), pack(plan, content), txn))
+            kept = folded
+        left = _Left(-1, kept, content)
     store.concurrently(writes)
+    _leave(store, plan, replace(left, version=store.version(state_table(plan.name))) if appended else left)
     return {"windows": len(log), "late": step.late, "answer_changes": int(pc.sum(pc.abs(changes[MULT])).as_py() or 0)}
