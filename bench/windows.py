@@ -80,6 +80,7 @@ class Settings:
     rate: int = 1000
     duration_s: int = 300
     file_s: int = 10
+    longer_batches_s: list[int] = field(default_factory=lambda: [30, 60])
     spark_windows: int = 4
     check_windows: int = 6
     departments: int = 2
@@ -470,6 +471,23 @@ def measure_state(settings: Settings, queries: list[BenchQuery], spark: LazySpar
         records.add({"kind": "state_long", "window_s": window, **row})
 
 
+# -- longer batches -------------------------------------------------------------------------------
+def measure_batches(settings: Settings, queries: list[BenchQuery], spark: LazySpark, work: Path,
+                    records: Records, log: Callable[[str], None]) -> None:
+    """lakegraph alone at the largest window over the same stream cut into longer batches: what a
+    batch costs whatever its size (its commits, its calls) is then spread over more of the stream.
+    The re-evaluations do not depend on how the stream is batched."""
+    window = max(settings.windows_s)
+    plans = [windowed_plan(q, window, settings.step_s) for q in queries]
+    for file_s in settings.longer_batches_s:
+        stream = make_stream(replace(settings, file_s=file_s), work / f"landing-{file_s}s")
+        run = run_lakegraph(stream, plans, work / f"lake-{window}s-batches-{file_s}s", spark)
+        windows = len(stream.windows(window * 1000, settings.step_s * 1000))
+        records.add({**_lakegraph_record(window, stream, run, windows), "kind": "lakegraph_batches", "file_s": file_s,
+                     "load_1m": os.getloadavg()[0]})
+        log(f"{window}s windows, {file_s}s batches: lakegraph {run.ingest_s + run.run_s:.1f}s")
+
+
 # -- command line -----------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     d = Settings()
@@ -486,6 +504,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "window, so most windows are full, as in a stream that runs on)")
     p.add_argument("--file-seconds", type=_positive, default=d.file_s,
                    help=f"event time per landing file, i.e. per lakegraph batch (default {d.file_s})")
+    p.add_argument("--longer-batches", type=lambda text: [] if text.strip() == "0" else _ints(text),
+                   default=d.longer_batches_s, metavar="S,S",
+                   help="batch lengths in seconds at which lakegraph alone runs again at the largest window, "
+                        "0 to skip (default 30,60)")
     p.add_argument("--spark-windows", type=int, default=d.spark_windows,
                    help=f"windows timed on Spark SQL per window size, 0 to skip Spark (default {d.spark_windows})")
     p.add_argument("--check-windows", type=_positive, default=d.check_windows,
@@ -510,7 +532,8 @@ def _settings(args: argparse.Namespace) -> Settings:
     if args.stretch < 0:
         raise ValueError("--stretch must be 0 or more")
     return Settings(windows_s=args.window_seconds, step_s=args.step_seconds, rate=args.rate,
-                    duration_s=args.duration_seconds, file_s=args.file_seconds, spark_windows=args.spark_windows,
+                    duration_s=args.duration_seconds, file_s=args.file_seconds,
+                    longer_batches_s=args.longer_batches, spark_windows=args.spark_windows,
                     check_windows=args.check_windows, departments=args.departments, seed=args.seed,
                     stretch=args.stretch, out=args.out, work=args.work, master=args.master)
 
@@ -531,6 +554,7 @@ def run(settings: Settings, work: Path, command: str, log: Callable[[str], None]
     warm_up(stream, queries, min(settings.windows_s), settings.step_s, work / "lake-warm-up", spark)
     for range_s in settings.windows_s:
         measure_window(settings, stream, queries, range_s, spark, work, records, log)
+    measure_batches(settings, queries, spark, work, records, log)
     if settings.stretch:
         measure_state(settings, queries, spark, work, records, log)
     records.add({"kind": "machine", **machine_info(spark())})

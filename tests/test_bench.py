@@ -95,12 +95,13 @@ def test_window_benchmark_smoke_agrees_and_reports_bounded_state(tmp_path):
 
     out = tmp_path / "results"
     assert windows_main(["--window-seconds", "2,4", "--rate", "100", "--duration-seconds", "12",
-                         "--file-seconds", "4", "--spark-windows", "0", "--check-windows", "2",
-                         "--out", str(out)]) == 0
+                         "--file-seconds", "4", "--longer-batches", "6", "--spark-windows", "0",
+                         "--check-windows", "2", "--out", str(out)]) == 0
     report = (out / "windows.md").read_text(encoding="utf-8")
     assert "| 2 s |" in report and "| 4 s |" in report and "**bounded**" in report
+    assert "| 6 s | 2 |" in report.split("## Longer batches")[1]
     records = [json.loads(line) for line in (out / "windows.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert {"config", "lakegraph", "check"} <= {r["kind"] for r in records}
+    assert {"config", "lakegraph", "lakegraph_batches", "check"} <= {r["kind"] for r in records}
 
 
 def test_social_graph_stream_is_deterministic_and_every_update_changes_the_graph():
