@@ -42,14 +42,13 @@ from ..storage import TableStore, Txn
 from .arrow import consolidate
 from .bgp import GOLD, QueryMaintainer, state_tables
 from .intervals import WINDOW, IntervalZSets, last_window, view_intervals, window_changes
+from .merge_on_read import FOLD
 from .spark import consolidate_frame
 from .step import change_rows, compute, gold_schema, unbind_stamps
 from .views import probe_arrow, view_schema
 from .windows import Emission, Progress, WindowStep, live_buffer, window_step
 from .zsets import ZSetEngine
 
-#: A merge-on-read table is rewritten consolidated once its rows would exceed this many times its content.
-_FOLD = 2
 #: Columns of the bronze rows the window operator reads.
 MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o", "stream", "event_time"]
 #: Builds a Z-set engine from an Arrow and a Spark reader of the state tables.
@@ -59,7 +58,7 @@ EngineFactory = Callable[[Callable[[str], pa.Table], Callable[[str], object]], Z
 def merge_on_read(plan: QueryPlan) -> set[str]:
     """The tables of a windowed query kept merge-on-read: its views and partial embeddings (Z-sets,
     so any number of signed rows for a key sum to its multiplicity). A batch appends its change to
-    them, and rewrites one consolidated only when its rows would exceed :data:`_FOLD` times its
+    them, and rewrites one consolidated only when its rows would exceed :data:`FOLD` times its
     consolidated content; every read consolidates. Writing a window's whole content at every batch
     made a batch's writes grow with the window instead of with what entered and left it. Gold stays
     consolidated for SQL users. The buffer of a query without background graphs is kept the same
@@ -83,7 +82,7 @@ def _as_read(plan: QueryPlan, name: str, rows: pa.Table, progress: Callable[[], 
 
 def state_content(store: TableStore, plan: QueryPlan, name: str) -> pa.Table:
     """A table of windowed query ``plan`` as a batch reads it (what its rows and a bound on them
-    mean; the stored rows are at most :data:`_FOLD` times as many)."""
+    mean; the stored rows are at most :data:`FOLD` times as many)."""
     return _as_read(plan, name, store.read_arrow(name),
                     lambda: Progress.last(store.read_arrow(progress_table(plan.name))))
 
@@ -271,7 +270,7 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     writes = []
     for name, table in done.tables.items():
         delta = done.deltas.get(name) if name in merged else None
-        if delta is not None and stored(name).num_rows + delta.num_rows <= _FOLD * table.num_rows:
+        if delta is not None and stored(name).num_rows + delta.num_rows <= FOLD * table.num_rows:
             writes.append(partial(store.append, name, delta, txn))
         else:
             writes.append(partial(store.overwrite, name, table, txn))
@@ -287,7 +286,7 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
         # background messages leave the buffer when a window reads them, not by time: rewritten
         added = None if plan.graphs else step.buffer.filter(pc.invert(pc.is_in(step.buffer["seq"], buffer["seq"])))
         kept = stored(buffer_table(plan.name)).num_rows
-        if added is not None and kept + added.num_rows <= _FOLD * step.buffer.num_rows:
+        if added is not None and kept + added.num_rows <= FOLD * step.buffer.num_rows:
             writes.append(partial(store.append, buffer_table(plan.name), added, txn))
         else:
             writes.append(partial(store.overwrite, buffer_table(plan.name), step.buffer, txn))
