@@ -8,10 +8,46 @@ consolidated only when its rows would exceed :data:`FOLD` times its content: the
 spread over the appends since the last one, stays a constant times theirs, and a read never holds
 more than :data:`FOLD` times the content.
 
-Windowed queries keep their views and partial embeddings this way (:mod:`.windowed`); gold tables
-stay consolidated for SQL users.
+Windowed queries keep their views and partial embeddings this way (:mod:`.windowed`), the path
+operator its path views and reach tables (:mod:`.path_state`); gold tables stay consolidated for
+SQL users.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable, Collection
+
+import pyarrow as pa
+
+from schemas.tables import MULT
+
+from .arrow import consolidate
+from .spark import consolidate_frame
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from pyspark.sql import DataFrame
+
 #: A merge-on-read table is rewritten consolidated once its rows would exceed this many times its content.
 FOLD = 2
+
+
+def folds(stored: int, delta: int, content: int) -> bool:
+    """Whether a table holding ``stored`` rows is rewritten consolidated (``content`` rows after
+    the change) rather than the ``delta`` rows of its change appended."""
+    return stored + delta > FOLD * content
+
+
+def content_arrow(merged: Collection[str], read: Callable[[str], pa.Table]) -> Callable[[str], pa.Table]:
+    """``read`` (a table's rows as Arrow) with the tables of ``merged`` consolidated: what the
+    delta rules must see of a merge-on-read table."""
+    def arrow(name: str) -> pa.Table:
+        rows = read(name)
+        return consolidate(rows, [c for c in rows.column_names if c != MULT]).cast(rows.schema) if name in merged else rows
+    return arrow
+
+
+def content_spark(merged: Collection[str], read: Callable[[str], DataFrame]) -> Callable[[str], DataFrame]:
+    """:func:`content_arrow` for Spark frames."""
+    def spark(name: str) -> DataFrame:
+        frame = read(name)
+        return consolidate_frame(frame, [c for c in frame.columns if c != MULT]) if name in merged else frame
+    return spark
