@@ -64,28 +64,40 @@ class IndexedSet:
         self._lookups: dict[str, Lookup] = {}
         self._base_keys: pa.ChunkedArray | pa.Array | None = None
         self._content: pa.Table | None = content
+        self._summed: tuple[pa.Array, pa.Table] | None = None
 
     def find(self, column: str, values: pa.Array) -> pa.Table:
         """The content's rows whose ``column`` is one of ``values``."""
         if column not in self._lookups:
             self._lookups[column] = Lookup(self.base[column])
         rows = self.base.take(self._lookups[column].positions(values))
-        extra = self.added.filter(pc.is_in(self.added[column], value_set=values))
-        if not extra.num_rows:
+        if not self.added.num_rows:
             return rows
-        return consolidate(pa.concat_tables([rows, extra]), _data(rows)).cast(self.base.schema)
+        gone, new = self._change()
+        if len(gone):
+            rows = rows.filter(pc.invert(pc.is_in(_keys(rows), value_set=gone)))
+        return pa.concat_tables([rows, new.filter(pc.is_in(new[column], value_set=values))])
 
     def content(self) -> pa.Table:
         """The whole content: the base without the rows the appended ones removed, with those they
         added (a filter of the base on a key column kept with it, not a group-by of it all)."""
         if self._content is None:
-            change = consolidate(self.added, _data(self.added)).cast(self.base.schema)
-            gone = change.filter(pc.less(change[MULT], 0))
+            gone, new = self._change()
             if self._base_keys is None:
                 self._base_keys = _keys(self.base)
-            kept = self.base.filter(pc.invert(pc.is_in(self._base_keys, value_set=_keys(gone))))
-            self._content = pa.concat_tables([kept, change.filter(pc.greater(change[MULT], 0))])
+            kept = self.base.filter(pc.invert(pc.is_in(self._base_keys, value_set=gone)))
+            self._content = pa.concat_tables([kept, new])
         return self._content
+
+    def _change(self) -> tuple[pa.Array, pa.Table]:
+        """The appended rows summed: the keys (:func:`_keys`) of the base's rows they remove, and
+        the rows they add (a set's row is removed or added at most once: every sum is -1, 0 or 1)."""
+        if self._summed is None:
+            change = consolidate(self.added, _data(self.added)).cast(self.base.schema)
+            gone = _keys(change.filter(pc.less(change[MULT], 0)))
+            self._summed = (gone.combine_chunks() if isinstance(gone, pa.ChunkedArray) else gone,
+                            change.filter(pc.greater(change[MULT], 0)))
+        return self._summed
 
     def after(self, delta: pa.Table) -> "IndexedSet":
         """The table once ``delta`` is appended (at this version until the commit says which):
@@ -94,7 +106,7 @@ class IndexedSet:
         later.added = pa.concat_tables([self.added, delta.select(self.base.column_names).cast(self.base.schema)])
         later.stored += delta.num_rows
         later.size += int(pc.sum(delta[MULT]).as_py() or 0)
-        later._content = None
+        later._content = later._summed = None
         return later
 
 
