@@ -181,9 +181,10 @@ def markdown(records: list[dict]) -> str:
              "Edges/s: a configuration's edges over its batches' seconds; latency: one batch from landing file to "
              "answers (lakegraph: ingest and `Runner.run`; pyoxigraph: the store updated and the eleven queries re-run; "
              "Spark: the graph merged and every path and query recomputed). p99 is interpolated over the measured "
-             "batches, so with few batches it is close to the slowest. Spark evaluates "
-             f"{config['spark_batches']} batch(es) per configuration (its fixpoint costs Spark jobs every round); "
-             "its merge runs on every batch.", "",
+             "batches, so with few batches it is close to the slowest. " +
+             (f"Spark evaluates {config['spark_batches']} batch(es) per configuration (its fixpoint costs Spark "
+              "jobs every round); its merge runs on every batch." if "spark" in config.get("systems", ["spark"])
+              else "Spark was not run (`--systems`)."), "",
              *_target(records), "",
              "## Where the time goes (medians)", "",
              *_parts(records), "",
