@@ -51,13 +51,18 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def machine_info(spark: SparkSession) -> dict:
-    """Cores, memory, OS, Python, Java, package versions and the Spark master and driver memory."""
-    conf = spark.sparkContext.getConf()
-    return {
+def machine_info(spark: SparkSession | None) -> dict:
+    """Cores, memory, OS, Python, Java, package versions and the Spark master and driver memory
+    (none without a session: a run that needs no Spark starts none)."""
+    info = {
         "cores": os.cpu_count(), "memory_bytes": _memory_bytes(), "platform": platform.platform(),
         "cpu": platform.processor() or platform.machine(), "python": platform.python_version(),
-        "java": _java(), "versions": {p: _version(p) for p in PACKAGES},
-        "commit": _commit(), "spark_master": spark.sparkContext.master, "spark_driver_memory": conf.get("spark.driver.memory", "default"),
-        "spark_shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+        "java": _java(), "versions": {p: _version(p) for p in PACKAGES}, "commit": _commit(),
+        "spark_master": "none (not started)",
     }
+    if spark is not None:
+        conf = spark.sparkContext.getConf()
+        info.update({"spark_master": spark.sparkContext.master,
+                     "spark_driver_memory": conf.get("spark.driver.memory", "default"),
+                     "spark_shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions")})
+    return info

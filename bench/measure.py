@@ -17,8 +17,8 @@ from typing import Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
-from pyspark.sql import SparkSession
 
+from pipelines.spark import SparkSource, running
 from views.model import TriplePattern, Var
 
 _GROUPS = itertools.count()
@@ -30,9 +30,14 @@ class JobCount:
 
 
 @contextmanager
-def spark_jobs(spark: SparkSession) -> Iterator[JobCount]:
-    """Count the Spark jobs the block runs (from this thread)."""
-    sc = spark.sparkContext
+def spark_jobs(spark: SparkSource) -> Iterator[JobCount]:
+    """Count the Spark jobs the block runs (from this thread); none when ``spark`` is a lazy
+    session not started (a block that starts it is not counted)."""
+    live = running(spark)
+    if live is None:
+        yield JobCount()
+        return
+    sc = live.sparkContext
     group = f"bench-{next(_GROUPS)}"
     sc.setJobGroup(group, "lakegraph bench")
     counted = JobCount()

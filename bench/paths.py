@@ -36,6 +36,7 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from pipelines.spark import LazySpark, SparkSource, get_spark, running, session
 from views.automata import BACKWARD, compile_path
 from views.model import Var
 from views.paths import PathPattern, path_text
@@ -48,6 +49,8 @@ from .snb import SocialGraph
 from .systems import BatchTiming, BenchQuery, Lakegraph, Oxigraph, SparkRecompute, bgp_sql
 
 PATH_QUERIES = QUERY_DIR / "paths"
+#: The systems a run can measure (``--systems``); lakegraph always, the others to compare with.
+SYSTEMS = ("lakegraph", "pyoxigraph", "spark")
 
 Bag = Counter
 
@@ -71,6 +74,7 @@ class Settings:
     out: Path = RESULTS_DIR
     work: Path | None = None
     master: str = "local[2]"
+    systems: list[str] = field(default_factory=lambda: list(SYSTEMS))
 
 
 @dataclass(frozen=True)
@@ -197,8 +201,9 @@ def state_rows(system: Lakegraph) -> dict:
             for p in paths.values()}
 
 
-def run(settings: Settings, spark: SparkSession, work: Path, command: str, log: Callable[[str], None]) -> list[dict]:
-    """The whole benchmark in ``work``; returns the raw records (also in ``out/paths.jsonl``)."""
+def run(settings: Settings, spark: SparkSource, work: Path, command: str, log: Callable[[str], None]) -> list[dict]:
+    """The whole benchmark in ``work`` for ``settings.systems``; returns the raw records (also in
+    ``out/paths.jsonl``). ``spark`` may be lazy: without the Spark baseline nothing starts it."""
     records = Records(settings.out / "paths.jsonl")
     started = time.perf_counter()
     queries = path_queries()
@@ -206,15 +211,21 @@ def run(settings: Settings, spark: SparkSession, work: Path, command: str, log: 
     config = {k: str(v) if isinstance(v, Path) else v for k, v in settings.__dict__.items() if k != "work"}
     records.add({"kind": "config", **config, "command": command, "edges": edges,
                  "queries": {q.name: q.text.splitlines()[-1] for q in queries}})
-    records.add({"kind": "machine", **machine_info(spark)})
+    chosen = set(settings.systems)
+    sp = SparkClosure(session(spark), work / "spark") if "spark" in chosen else None
+    records.add({"kind": "machine", **machine_info(running(spark))})
     log(f"graph: {edges:,} edges; {len(batches)} batches")
-    lake, ox, sp = Lakegraph(spark, work / "lake"), Oxigraph(), SparkClosure(spark, work / "spark")
-    for system in (lake, ox, sp):
+    lake, ox = Lakegraph(spark, work / "lake"), Oxigraph() if "pyoxigraph" in chosen else None
+    incremental = [s for s in (lake, ox) if s is not None]     # the systems that see every batch
+    for system in [*incremental, *([sp] if sp else [])]:
+        cpu = time.process_time()
         load_s = system.load(initial)
         register_s = system.register(queries)
-        records.add({"kind": "setup", "system": system.name, "load_s": load_s, "register_s": register_s})
+        records.add({"kind": "setup", "system": system.name, "load_s": load_s, "register_s": register_s,
+                     "cpu_s": time.process_time() - cpu})
         log(f"{system.name}: load {load_s:.1f}s, register {register_s:.1f}s")
-    check([lake, ox], queries, "after registration")
+    if ox:
+        check([lake, ox], queries, "after registration")
     records.add({"kind": "state", "after": "registration", "edges": edges, "paths": state_rows(lake)})
     evaluated: Counter = Counter()
     for batch in batches:
@@ -222,12 +233,19 @@ def run(settings: Settings, spark: SparkSession, work: Path, command: str, log: 
         base = {"kind": "batch" if batch.number else "warmup", "size": batch.size,
                 "delete_ratio": batch.delete_ratio, "number": batch.number, "edges_after": batch.edges_after}
         line = []
-        for system in (lake, ox):
+        for system in incremental:
+            cpu = time.process_time()
             timing = system.apply(batch.path)
-            records.add({**base, "system": system.name, "seconds": timing.seconds, "parts": timing.parts,
-                         "stats": timing.stats, "load_1m": os.getloadavg()[0]})
-            line.append(f"{system.name} {timing.seconds:.2f}s")
-        check([lake, ox], queries, where)
+            cpu_s = time.process_time() - cpu
+            records.add({**base, "system": system.name, "seconds": timing.seconds, "cpu_s": cpu_s,
+                         "commits": timing.commits, "parts": timing.parts, "stats": timing.stats,
+                         "load_1m": os.getloadavg()[0]})
+            line.append(f"{system.name} {timing.seconds:.2f}s (CPU {cpu_s:.2f}s)")
+        if ox:
+            check([lake, ox], queries, where)
+        if sp is None:
+            log(f"{where}: " + ", ".join(line))
+            continue
         merge_s = sp.merge(batch.path)
         key = (batch.size, batch.delete_ratio)
         if batch.number and evaluated[key] < settings.spark_batches:
@@ -236,14 +254,15 @@ def run(settings: Settings, spark: SparkSession, work: Path, command: str, log: 
             records.add({**base, "system": sp.name, "seconds": timing.seconds, "parts": timing.parts,
                          "stats": timing.stats, "load_1m": os.getloadavg()[0]})
             line.append(f"{sp.name} {timing.seconds:.2f}s")
-            check([sp, ox], queries, where)
+            if ox:
+                check([sp, ox], queries, where)
         log(f"{where}: " + ", ".join(line))
         if batch.number == settings.batches:
             records.add({"kind": "state", "after": batch.path.name, "size": batch.size,
                          "delete_ratio": batch.delete_ratio, "edges": batch.edges_after, "paths": state_rows(lake)})
-    records.add({"kind": "answers", **{q.name: sum(ox.answers(q.name).values()) for q in queries}})
+    records.add({"kind": "answers", **{q.name: sum(lake.answers(q.name).values()) for q in queries}})
     records.add({"kind": "elapsed", "seconds": time.perf_counter() - started})
-    for system in (lake, ox, sp):
+    for system in [*incremental, *([sp] if sp else [])]:
         system.close()
     return records.rows
 
@@ -251,6 +270,14 @@ def run(settings: Settings, spark: SparkSession, work: Path, command: str, log: 
 # -- command line -----------------------------------------------------------------------------------
 def _ratios(text: str) -> list[float]:
     return [_ratio(v) for v in text.split(",") if v.strip()]
+
+
+def _systems(text: str) -> list[str]:
+    names = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = sorted(set(names) - set(SYSTEMS))
+    if unknown or "lakegraph" not in names:
+        raise argparse.ArgumentTypeError(f"choose among {', '.join(SYSTEMS)}, lakegraph included (got {text!r})")
+    return [name for name in SYSTEMS if name in names]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -274,6 +301,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=d.out, help="results directory (default bench/results)")
     p.add_argument("--work", type=Path, help="keep the landing files and lakes here (default: a temporary directory)")
     p.add_argument("--master", default=d.master, help=f"Spark master (default {d.master})")
+    p.add_argument("--systems", type=_systems, default=d.systems, metavar="S,S",
+                   help=f"what to measure, comma-separated, lakegraph among them (default {','.join(SYSTEMS)}): "
+                        "without spark no JVM starts, without pyoxigraph the answers go unchecked")
     return p
 
 
@@ -284,15 +314,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     settings = Settings(scale=args.scale, batch_sizes=args.batch_sizes, delete_ratios=args.delete_ratios,
                         batches=args.batches, warmup=args.warmup, spark_batches=args.spark_batches, seed=args.seed,
-                        out=args.out, work=args.work, master=args.master)
+                        out=args.out, work=args.work, master=args.master, systems=args.systems)
     command = " ".join(["python -m bench.paths", *(sys.argv[1:] if argv is None else argv)])
 
     def body(work: Path, log: Callable[[str], None]) -> Path:
-        from pipelines.spark import get_spark
-
         from .paths_report import write_report
 
-        spark = get_spark(settings.master, app_name="lakegraph-bench-paths", jvm_log=str(work / "spark.log"))
+        spark = LazySpark(lambda: get_spark(settings.master, app_name="lakegraph-bench-paths",
+                                            jvm_log=str(work / "spark.log")))
         return write_report(run(settings, spark, work, command, log), settings.out)
 
     return run_command("bench.paths", settings.work, "lakegraph-paths-", body)

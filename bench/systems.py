@@ -121,7 +121,9 @@ def _recompute_all(queries: list[BenchQuery], evaluate: Callable[[BenchQuery], B
 # -- (a) lakegraph ------------------------------------------------------------------------------
 class Lakegraph:
     """The incremental pipeline on a lake committed by ``storage`` (delta-rs or delta-spark); times
-    ingest and bronze-to-gold separately."""
+    ingest and bronze-to-gold separately. One :class:`Runner` runs every batch, as a long-running
+    job would: what it holds from one batch to the next (the path operator's indexed tables) is
+    part of what is measured; the first batch pays for reading them."""
 
     name = "lakegraph"
 
@@ -132,6 +134,7 @@ class Lakegraph:
         self.store = open_store(str(lake), spark, backend=storage)
         init_lake(self.store)
         self.queries: list[BenchQuery] = []
+        self.runner = Runner(self.store, spark, engine)
 
     def load(self, nt_path: Path) -> float:
         return _timed(lambda: ingest_paths(self.store, [str(nt_path)]))[0]
@@ -145,7 +148,7 @@ class Lakegraph:
         before, bytes_before = commits(self.lake), disk_bytes(self.lake)
         reads = replace(self.store.reads)
         with spark_jobs(self.spark) as jobs:
-            run_s, report = _timed(lambda: Runner(self.store, self.spark, self.engine).run())
+            run_s, report = _timed(self.runner.run)
         stats = {k: sum(b.get(k, 0) for b in report.batches)
                  for k in ("messages", "noops", "view_changes", "answer_changes")}
         read = {f"{k}_read": getattr(self.store.reads, k) - getattr(reads, k) for k in asdict(reads)}

@@ -50,7 +50,7 @@ def tuples(rows: pa.Table) -> list[Triple]:
     return list(zip(*(rows[c].to_pylist() for c in TRIPLE_SCHEMA.names)))
 
 
-class _Lookup:
+class Lookup:
     """The row positions of each value of one string column: its dictionary encoding, and the
     positions sorted by code with each code's first position (a CSR layout)."""
 
@@ -79,12 +79,12 @@ class ViewIndex:
         self.triples = triples(predicate, rows, stamped)
 
     @functools.cached_property
-    def by_s(self) -> _Lookup:
-        return _Lookup(self.triples["s"])
+    def by_s(self) -> Lookup:
+        return Lookup(self.triples["s"])
 
     @functools.cached_property
-    def by_o(self) -> _Lookup:
-        return _Lookup(self.triples["o"])
+    def by_o(self) -> Lookup:
+        return Lookup(self.triples["o"])
 
     def around(self, wanted: pa.Array, from_s: bool, from_o: bool) -> list[Triple]:
         """The triples whose subject (``from_s``) or object (``from_o``) is in ``wanted``."""

@@ -51,8 +51,12 @@ from schemas.tables import MULT
 from views.automata import BACKWARD, FORWARD, OTHER
 from views.path_views import PathDef
 
+from .arrow import consolidate
 from .path_edges import FOREVER, TRIPLE_SCHEMA, EdgeIndexes, Edges, Triple, ViewIndex, time_of, triples, tuples
 from .zsets import binding_schema
+
+#: The consolidated rows of a path table whose column is one of some values (:func:`finder`).
+Find = Callable[[str, str, pa.Array], pa.Table]
 
 #: The reach table's columns: a reached product node of a root's tree, and its witness parent.
 REACH_COLUMNS = ("root", "node", "state", "parent", "pstate", "ts")
@@ -102,12 +106,14 @@ class PathOperator:
         return OTHER if self.other else None
 
     def step(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table],
-             initial: bool = False, indexes: EdgeIndexes | None = None) -> dict[str, pa.Table]:
+             initial: bool = False, indexes: EdgeIndexes | None = None, find: Find | None = None) -> dict[str, pa.Table]:
         """The changes of the path's tables (keyed by table name) when its edge views (and its
         seed view, or the view of every triple for ``nodes(G)``) change by ``deltas``; ``read``
         gives a table as the step started, ``indexes`` its edge views indexed (shared by the path
-        views of a batch). Empty when none of them changed, unless ``initial`` (the step from
-        nothing, where a constant root's zero-length pair answers even with no edges)."""
+        views of a batch), ``find`` the rows of its own tables by a column's values (by default
+        from ``read``: the reach table is looked up for the roots a batch touches, never used
+        whole). Empty when none of them changed, unless ``initial`` (the step from nothing, where
+        a constant root's zero-length pair answers even with no edges)."""
 
         path = self.path
         touched = [v for _, v in path.edges] + [v for v in (path.nodes, path.seed and path.seed[0]) if v]
@@ -122,10 +128,10 @@ class PathOperator:
                 inserted += tuples(triples(predicate, plus, path.stamped))
                 deleted += tuples(triples(predicate, minus, path.stamped))
         views = [(indexes or EdgeIndexes(read)).get(p, v, path.stamped) for p, v in path.edges]
-        forest = read(path.reach)
-        roots, members = self._roots(read, deltas, forest, inserted + deleted)
-        trees = self._trees(forest, roots)
-        stored = self._stored(read, roots) if path.simple and not initial else {}
+        find = find or finder(read)
+        roots, members = self._roots(read, deltas, find, inserted + deleted)
+        trees = self._trees(find, roots)
+        stored = self._stored(read, find, roots) if path.simple and not initial else {}
         edges = Edges(views, inserted, set(deleted), self._symbol, {sym[1] for _, sym in self.moves})
         visited = {x for tree in trees.values() for node, (parent, _) in tree.items() for x in (node[0], parent[0])}
         edges.load_reachable(roots | visited | {x for s, _, o, _ in inserted + deleted for x in (s, o)})
@@ -187,13 +193,15 @@ class PathOperator:
         visit(root, 0)
         return found
 
-    def _stored(self, read: Callable[[str], pa.Table], roots: set[str]) -> dict[str, set[tuple[str, str]]]:
+    def _stored(self, read: Callable[[str], pa.Table], find: Find, roots: set[str]) -> dict[str, set[tuple[str, str]]]:
         """The pairs the path view holds for ``roots`` before the step (simple paths are not a
         function of the walk forest, so their answers before are read back)."""
         path = self.path
-        rows = read(path.id)
         if path.root is None:
-            rows = rows.filter(pc.is_in(rows["v0"], pa.array(sorted(roots), pa.string())))
+            rows = find(path.id, "v0", pa.array(sorted(roots), pa.string()))
+        else:
+            rows = read(path.id)
+            rows = consolidate(rows, [c for c in rows.column_names if c != MULT])
         out: dict[str, set[tuple[str, str]]] = defaultdict(set)
         for row in rows.to_pylist():
             if path.root is not None:
@@ -203,7 +211,7 @@ class PathOperator:
         return out
 
     # -- roots and their trees -------------------------------------------------------------------
-    def _roots(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table], reach: pa.Table,
+    def _roots(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table], find: Find,
                changed: list[Triple]) -> tuple[set[str], dict[str, tuple[bool, bool]]]:
         """The roots whose trees or pairs the step can change, and the membership (before, after)
         of those whose own membership may change: of the seed view's column for seeded roots (a
@@ -230,8 +238,8 @@ class PathOperator:
                 continue
             if 0 in states:
                 new |= ends
-            hit = reach.filter(pc.and_(pc.is_in(reach["node"], pa.array(sorted(ends), pa.string())),
-                                       pc.is_in(reach["state"], pa.array([str(q) for q in states], pa.string()))))
+            hit = find(path.reach, "node", pa.array(sorted(ends), pa.string()))
+            hit = hit.filter(pc.is_in(hit["state"], pa.array([str(q) for q in states], pa.string())))
             roots |= set(hit["root"].to_pylist())
         if path.seed is not None:
             view, column = path.seed
@@ -240,8 +248,8 @@ class PathOperator:
         members = _members(read(path.nodes), deltas.get(path.nodes), ("v0", "v2"), set()) if path.nodes else {}
         return roots | new | {x for x, (was, now) in members.items() if was != now}, members
 
-    def _trees(self, reach: pa.Table, roots: set[str]) -> dict[str, Tree]:
-        rows = reach.filter(pc.is_in(reach["root"], pa.array(sorted(roots), pa.string())))
+    def _trees(self, find: Find, roots: set[str]) -> dict[str, Tree]:
+        rows = find(self.path.reach, "root", pa.array(sorted(roots), pa.string()))
         columns = [pc.cast(rows[c], pa.int64()) if c in ("state", "pstate") else rows[c] for c in REACH_COLUMNS]
         trees: dict[str, Tree] = defaultdict(dict)
         for root, node, state, parent, pstate, ts in zip(*(c.to_pylist() for c in columns)):
@@ -399,13 +407,24 @@ def _expiry(after: pa.Table, inserted: list[Triple], deleted: list[Triple]) -> i
     return tau if all(ts > tau for ts in remaining) else None
 
 
+def finder(read: Callable[[str], pa.Table]) -> Find:
+    """Rows of the tables ``read`` gives whole, by a column's values, consolidated (a path
+    view and its reach table are kept merge-on-read: :mod:`.path_state`)."""
+    def find(name: str, column: str, values: pa.Array) -> pa.Table:
+        rows = read(name)
+        rows = rows.filter(pc.is_in(rows[column], value_set=values))
+        return consolidate(rows, [c for c in rows.column_names if c != MULT]).cast(rows.schema)
+    return find
+
+
 def path_changes(paths: Iterable[PathDef], read: Callable[[str], pa.Table],
-                 deltas: Mapping[str, pa.Table]) -> dict[str, pa.Table]:
-    """Every path view's and reach table's change for the views' ``deltas`` (non-empty ones only)."""
+                 deltas: Mapping[str, pa.Table], find: Find | None = None) -> dict[str, pa.Table]:
+    """Every path view's and reach table's change for the views' ``deltas`` (non-empty ones
+    only); ``find`` looks up the path tables' rows (see :meth:`PathOperator.step`)."""
     out: dict[str, pa.Table] = {}
     indexes = EdgeIndexes(read)
     for path in paths:
-        out.update({t: rows for t, rows in PathOperator(path).step(read, deltas, indexes=indexes).items()
+        out.update({t: rows for t, rows in PathOperator(path).step(read, deltas, indexes=indexes, find=find).items()
                     if rows.num_rows})
     return out
 

@@ -31,6 +31,8 @@ from ..storage import TableStore, Txn
 from ..storage.lock import writer
 from .arrow import ArrowZSets
 from .bgp import state_tables
+from .merge_on_read import content_spark
+from .path_state import PathState, path_state_tables
 from .spark import SparkZSets, filter_arrow
 from .step import change_rows, commit, compute
 from .windowed import run_windowed, window_tables
@@ -124,6 +126,9 @@ class Runner:
         # the run starts from them (nothing writes a state table between two batches), which spares
         # reading every table's log again.
         self._after: dict[str, int] | None = None
+        # The path operator's tables, indexed at the versions the last batch wrote (the next
+        # batch's): a batch looks up the roots it touches instead of reading them whole.
+        self.paths = PathState(store)
 
     # -- batch boundaries -------------------------------------------------------------------
     def _pending_rows(self, after: BatchRecord) -> pa.Table:
@@ -162,10 +167,16 @@ class Runner:
         """The versions a new batch starts from."""
         return self._versions(plans) if self._after is None else dict(self._after)
 
-    def _engine(self, name: str, versions: dict[str, int]) -> ZSetEngine:
-        """A Z-set engine reading every state table at the version the batch started from."""
-        return zset_engine(name, self._spark, lambda table: self.store.read_arrow(table, versions.get(table)),
-                           lambda table: self.store.read(table, versions.get(table)))
+    def _engine(self, name: str, versions: dict[str, int], paths: set[str]) -> ZSetEngine:
+        """A Z-set engine reading every state table at the version the batch started from (the
+        merge-on-read ``paths`` tables consolidated, as the run holds them on Arrow)."""
+        def arrow(table: str) -> pa.Table:
+            if table in paths:
+                return self.paths.read(table, versions.get(table))
+            return self.store.read_arrow(table, versions.get(table))
+
+        return zset_engine(name, self._spark, arrow,
+                           content_spark(paths, lambda table: self.store.read(table, versions.get(table))))
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, max_rows: int | None = None, max_batches: int | None = None,
@@ -263,8 +274,13 @@ class Runner:
         txn = Txn(BATCH_APP, record.batch)
         engine = choose_engine(self.engine, rows.num_rows, self.master)
         whole = [p for p in plans if not p.windowed]
-        step = compute(self._engine(engine, versions), rows.select(["seq", "op", "s", "p", "o"]), whole)
-        commit(self.store, step.changed(), {p.name: change_rows(p, record, step.gold[p.name]) for p in whole}, txn)
+        paths = path_state_tables(catalog.distinct_paths(whole))
+        step = compute(self._engine(engine, versions, paths), rows.select(["seq", "op", "s", "p", "o"]), whole,
+                       self.paths.finder(versions))
+        changed = step.changed()
+        path_writes = self.paths.writes({t: changed.pop(t)[0] for t in paths & set(changed)}, versions, txn)
+        commit(self.store, changed, {p.name: change_rows(p, record, step.gold[p.name]) for p in whole}, txn,
+               path_writes)
         stats = {"batch": record.batch, "messages": rows.num_rows, "noops": step.noops,
                  "view_changes": sum(t.num_rows for t in step.view_deltas.values()),
                  "answer_changes": step.answer_changes(), "bronze_from": record.bronze_from,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Callable
+from typing import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,7 +25,7 @@ from .. import catalog
 from ..lake import BatchRecord, changes_table, gold_table
 from ..storage import TableStore, Txn
 from .bgp import QueryMaintainer
-from .paths import path_changes
+from .paths import Find, path_changes
 from .views import compute_view_changes, probe_arrow, probe_spark
 from .zsets import ZSetEngine, binding_schema
 
@@ -108,9 +108,10 @@ class Step:
         return out
 
 
-def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan]) -> Step:
+def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Find | None = None) -> Step:
     """Apply ``messages`` (``seq``, ``op``, ``s``, ``p``, ``o``) to the views of ``plans`` and run
-    their delta rules on engine ``z``; nothing is written."""
+    their delta rules on engine ``z``; nothing is written. ``find`` looks up the path views' and
+    reach tables' rows for the path operator (by default from the tables ``z`` reads whole)."""
     if not plans:
         return Step([], {}, {}, 0, {}, {})
     views = catalog.distinct_views(plans)
@@ -120,7 +121,7 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan]) -> Step:
         probed = probe_spark(z.from_arrow(messages), views, lambda v: z.read(v.id))
     changes = compute_view_changes(probed, views)
     path_views = catalog.distinct_paths(plans)
-    paths = path_changes(path_views, cache(z.arrow), changes.deltas)
+    paths = path_changes(path_views, cache(z.arrow), changes.deltas, find)
     joined = {**changes.deltas, **{p.id: paths[p.id] for p in path_views if p.id in paths}}
     delta_frames = {v: z.from_arrow(t) for v, t in joined.items() if t.num_rows}
     maintainers = [QueryMaintainer(plan, z) for plan in plans]
@@ -136,9 +137,11 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan]) -> Step:
 
 
 def commit(store: TableStore, changed: dict[str, tuple[pa.Table, list[str]]], changes: dict[str, pa.Table],
-           txn: Txn) -> None:
-    """Write table changes (:meth:`Step.changed`: views, owned state, gold), then each query's
-    answer-change rows (``changes``, by query name), each commit skipped if ``txn`` already made it."""
+           txn: Txn, others: Sequence[Callable[[], object]] = ()) -> None:
+    """Write table changes (:meth:`Step.changed`: views, owned state, gold) and each query's
+    answer-change rows (``changes``, by query name), each commit skipped if ``txn`` already made it,
+    all at once with the ``others`` (commits the caller makes its own way, to other tables)."""
     writes = [partial(store.merge_counts, name, rows, keys, MULT, txn) for name, (rows, keys) in changed.items()]
+    writes += others
     writes += [partial(store.append, changes_table(query), rows, txn) for query, rows in changes.items() if rows.num_rows]
     store.concurrently(writes)

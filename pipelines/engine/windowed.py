@@ -46,14 +46,13 @@ from ..storage import TableStore, Txn
 from .arrow import consolidate
 from .bgp import GOLD, QueryMaintainer
 from .intervals import WINDOW, IntervalZSets, last_window, view_intervals, window_changes
+from .merge_on_read import folds
 from .step import change_rows, compute, gold_schema, unbind_stamps
 from .views import probe_arrow, view_schema
 from .window_state import pack, table_schema as state_schema, unpack, zsets
 from .windows import Emission, Progress, WindowStep, live_buffer, window_step
 from .zsets import ZSetEngine
 
-#: The state table is rewritten consolidated once its rows would exceed this many times its content.
-_FOLD = 2
 #: Columns of the bronze rows the window operator reads.
 MESSAGE_COLUMNS = ["seq", "op", "s", "p", "o", "stream", "event_time"]
 #: Builds a Z-set engine from an Arrow and a Spark reader of the state tables.
@@ -118,7 +117,7 @@ def forget_state(store: TableStore, query: str) -> None:
 
 def read_state(store: TableStore, plan: QueryPlan) -> dict[str, pa.Table]:
     """Every part of windowed query ``plan``'s state table as a batch reads it (its content: the
-    rows it holds are at most :data:`_FOLD` times as many)."""
+    rows it holds are at most :data:`~pipelines.engine.merge_on_read.FOLD` times as many)."""
     return _state_at(store, plan, None).parts
 
 
@@ -340,13 +339,14 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     left = start
     if appended:
         content = {name: content[name] if name in content else state[name] for name in state}
-        kept = start.rows + sum(t.num_rows for t in appended.values())
+        added = sum(t.num_rows for t in appended.values())
         folded = sum(t.num_rows for t in content.values())
-        if kept <= _FOLD * folded:
-            writes.append(partial(store.append, state_table(plan.name), pack(plan, appended), txn))
-        else:
+        if folds(start.rows, added, folded):
             writes.append(partial(store.overwrite, state_table(plan.name), pack(plan, content), txn))
             kept = folded
+        else:
+            writes.append(partial(store.append, state_table(plan.name), pack(plan, appended), txn))
+            kept = start.rows + added
         left = _Left(-1, kept, content)
     store.concurrently(writes)
     _leave(store, plan, replace(left, version=store.version(state_table(plan.name))) if appended else left)
