@@ -92,6 +92,23 @@ def test_txn_makes_writes_idempotent(store):
     assert rows(store.read_arrow("t")) == {"a": 2}
 
 
+def test_parquet_files_are_appended_in_one_commit_once(store, tmp_path):
+    import pyarrow.parquet as pq
+
+    store.create("t", SCHEMA)
+    files = [str(tmp_path / f"part{i}.parquet") for i in range(2)]
+    for i, path in enumerate(files):
+        pq.write_table(pa.table({"k": [f"a{i}", f"b{i}"], "_mult": [i, 5]}, schema=SCHEMA), path)
+    assert store.append_parquet("t", files, Txn("ingest", 1)) is True
+    assert not any(os.path.exists(path) for path in files)                 # taken by the table
+    assert store.version("t") == 1 and store.row_count("t") == 4
+    assert rows(store.read_arrow("t")) == {"a0": 0, "b0": 5, "a1": 1, "b1": 5}
+    assert sorted(r["k"] for r in store.changes("t", 1).to_pylist()) == ["a0", "a1", "b0", "b1"]
+    again = str(tmp_path / "again.parquet")
+    pq.write_table(pa.table({"k": ["c"], "_mult": [1]}, schema=SCHEMA), again)
+    assert store.append_parquet("t", [again], Txn("ingest", 1)) is False and os.path.exists(again)
+
+
 def test_overwrite_replaces_every_row_once_per_txn(store):
     store.create("t", SCHEMA)
     store.append("t", pa.table({"k": ["a", "b"], "_mult": [1, 1]}, schema=SCHEMA))

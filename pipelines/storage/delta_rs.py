@@ -5,9 +5,11 @@ delta-rs reads become Spark frames through the parquet files of the version (no 
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
+import uuid
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -20,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
+from deltalake.transaction import AddAction
 
 from ..spark import session
 from .base import Data, StorageError, TableNotFound, Txn
@@ -55,6 +58,27 @@ def normalise_schema(schema: pa.Schema) -> pa.Schema:
             t = pa.timestamp("us", tz="UTC")
         fields.append(pa.field(field.name, t, field.nullable))
     return pa.schema(fields)
+
+
+def _stats(meta: pq.FileMetaData) -> dict:
+    """A parquet file's Delta statistics from its footer: ``numRecords``, and per column the null
+    count (when every row group has one) and, for integer columns, the bounds."""
+    nulls: dict[str, int | None] = {}
+    low: dict[str, int] = {}
+    high: dict[str, int] = {}
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            column = group.column(c)
+            name, stats = column.path_in_schema, column.statistics
+            known = stats is not None and stats.has_null_count and nulls.get(name, 0) is not None
+            nulls[name] = nulls.get(name, 0) + stats.null_count if known else None
+            if stats is not None and stats.has_min_max and column.physical_type in ("INT32", "INT64") \
+                    and stats.logical_type.type in ("NONE", "INT"):
+                low[name] = min(low.get(name, stats.min), stats.min)
+                high[name] = max(high.get(name, stats.max), stats.max)
+    counted = {name: count for name, count in nulls.items() if count is not None}
+    return {"numRecords": meta.num_rows, "minValues": low, "maxValues": high, "nullCount": counted}
 
 
 def normalise_arrow(table: pa.Table) -> pa.Table:
@@ -232,6 +256,29 @@ class DeltaRsStore:
             table = pa.concat_tables([known[1], table]) if known and known[0] == before == after - 1 else None
         self._remember(name, after, table)
         return True
+
+    def append_parquet(self, name: str, files: Sequence[str], txn: Txn | None = None) -> bool:
+        # The files become the table's data files as they are: delta-rs's own writer holds a
+        # file's worth of encoded rows and more in memory, a gigabyte for a gigabyte of N-Triples.
+        dt = self._table(name)
+        if self._done(dt, txn):
+            return False
+        actions = [self._adopt(name, path) for path in files]
+        dt.create_write_transaction(actions, mode="append", schema=dt.schema(),
+                                    commit_properties=self._props(txn))
+        self._remember(name, dt.version(), None)
+        return True
+
+    def _adopt(self, name: str, path: str) -> AddAction:
+        """Move a parquet file into table ``name``; its add action, with the statistics that need
+        no rounding (row and null counts, integer bounds: timestamps and strings are left out,
+        which only means no file skipping on them)."""
+        meta = pq.read_metadata(path)
+        target = f"part-{uuid.uuid4()}-c000.snappy.parquet"
+        full = os.path.join(self.path(name), target)
+        os.replace(path, full)
+        info = os.stat(full)
+        return AddAction(target, info.st_size, {}, int(info.st_mtime * 1000), True, json.dumps(_stats(meta)))
 
     def _remember(self, name: str, version: int, table: pa.Table | None) -> None:
         if table is not None and table.num_rows <= _KNOWN_ROWS:
