@@ -50,6 +50,8 @@ def test_a_file_read_in_chunks_gives_the_tables_a_whole_read_gives(size, tmp_pat
     chunked = _store(tmp_path / "chunked")
     ingest_paths(chunked, [str(LANDING), str(BAD)], event_time=WHEN)
     assert snapshot(chunked) == snapshot(whole)
+    formats = {Path(r["path"]).name: r["format"] for r in rows(whole, "ingest_log")}
+    assert (formats["empty.nq"], formats["broken.ttl"], formats["mixed.rdfp"]) == ("n-quads", "turtle", "rdf-patch")
     assert not os.path.exists(tmp_path / "chunked" / "_ingest")      # nothing staged is left
 
 

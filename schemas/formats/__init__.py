@@ -56,7 +56,7 @@ def reads_whole(path: str) -> bool:
 
 def parse_chunks(path: str, items: Iterable[Chunk | BadLine]) -> Iterator[tuple[ParseResult, Chunk | None]]:
     """Each chunk of ``path`` parsed, with the chunk (None for a result no chunk holds: an overlong
-    line, the end of a patch, an unsupported file's one bad line). A file whose format
+    line, the end of a patch, an unsupported file's one bad line, an empty file). A file whose format
     :func:`reads_whole` must come as one chunk; an unsupported file's chunks are read (for the
     file's hash) and give its one bad line once."""
     ext = _extension(path)
@@ -66,16 +66,19 @@ def parse_chunks(path: str, items: Iterable[Chunk | BadLine]) -> Iterator[tuple[
         yield parse(path, b""), None
         return
     patch = PatchReader() if PARSERS[ext] is parse_patch else None
-    fmt = parse(path, b"").format
+    nothing = True
     for item in items:
+        nothing = False
         if isinstance(item, Chunk):
             yield (patch.feed(item.data, item.first_line) if patch else parse(path, item.data, item.first_line)), item
         elif patch:
             yield patch.feed_bad(item), None
         else:
-            yield ParseResult(fmt, lines=1, bad=[item]), None
+            yield ParseResult(parse(path, b"").format, lines=1, bad=[item]), None
     if patch:
         yield patch.end(), None
+    elif nothing:
+        yield parse(path, b""), None
 
 
 __all__ = ["BadLine", "Chunk", "Message", "ParseResult", "PARSERS", "RAW_LIMIT", "UNSUPPORTED", "parse",
