@@ -203,6 +203,21 @@ def test_vacuum_removes_only_unreferenced_files(store):
     assert rows(store.read_arrow("t")) == {"a": 1, "b": 1}
 
 
+def test_vacuum_removes_change_data_files_older_than_the_retention(store):
+    store.create("t", SCHEMA)
+    store.append("t", pa.table({"k": ["a", "b"], "_mult": [1, 1]}, schema=SCHEMA))
+    for k in "ab":
+        store.merge_counts("t", pa.table({"k": [k], "_mult": [1]}, schema=SCHEMA), ["k"], "_mult")
+    folder = os.path.join(store.path("t"), "_change_data")
+    written = [f for _, _, names in os.walk(folder) for f in names]
+    assert written                                          # a MERGE writes its changes as files
+    store.vacuum("t", 168)
+    assert [f for _, _, names in os.walk(folder) for f in names] == written      # written just now
+    store.vacuum("t", 0)
+    assert [f for _, _, names in os.walk(folder) for f in names] == []
+    assert rows(store.read_arrow("t")) == {"a": 2, "b": 2}
+
+
 def test_app_transaction_makes_a_retried_delete_a_no_op(store):
     store.create("t", SCHEMA)
     store.append("t", pa.table({"k": ["a", "b"], "_mult": [1, 1]}, schema=SCHEMA), Txn("job", 1))

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
@@ -414,6 +415,22 @@ class DeltaRsStore:
         return optimize.z_order(list(zorder)) if zorder else optimize.compact()
 
     def vacuum(self, name: str, retention_hours: float, dry_run: bool = False) -> list[str]:
-        return self._table(name).vacuum(retention_hours=int(retention_hours), dry_run=dry_run,
-                                        enforce_retention_duration=False)
+        removed = self._table(name).vacuum(retention_hours=int(retention_hours), dry_run=dry_run,
+                                           enforce_retention_duration=False)
+        return removed + self._vacuum_change_data(name, retention_hours, dry_run)
+
+    def _vacuum_change_data(self, name: str, retention_hours: float, dry_run: bool) -> list[str]:
+        """The change-data files (``_change_data/``, one per MERGE or DELETE) written longer than
+        ``retention_hours`` ago, deleted unless ``dry_run``. delta-rs's vacuum passes over every
+        name starting with ``_``, so a state table's grew without end; Delta's vacuum on Spark
+        deletes them by age, as here. Only the change feed of versions older than the retention
+        goes: lakegraph reads only bronze's, which is append-only and has no such files."""
+        folder = os.path.join(self.path(name), "_change_data")
+        cutoff = time.time() - retention_hours * 3600
+        old = [os.path.join(root, n) for root, _, names in os.walk(folder) for n in names
+               if os.path.getmtime(os.path.join(root, n)) <= cutoff]
+        if not dry_run:
+            for path in old:
+                os.remove(path)
+        return [os.path.relpath(path, self.path(name)) for path in old]
 
