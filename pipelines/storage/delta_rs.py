@@ -267,6 +267,7 @@ class DeltaRsStore:
         actions = [self._adopt(name, path) for path in files]
         dt.create_write_transaction(actions, mode="append", schema=dt.schema(),
                                     commit_properties=self._props(txn))
+        dt.update_incremental()         # unlike a write, the transaction leaves dt where it was
         self._remember(name, dt.version(), None)
         return True
 
