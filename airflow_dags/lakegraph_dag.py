@@ -79,11 +79,15 @@ def _run_id(name: str) -> str:
 def lakegraph() -> None:
     @task
     def ingest() -> list[int]:
-        """Ingest the landing directory; returns the ids of the files ingested now."""
+        """Ingest the landing directory; returns the ids of the files ingested now. A file that
+        could not be ingested (unreadable, changed while read) is a warning: the files ingested
+        are validated and run, and the next run tries that file again."""
         from pipelines.ingest import ingest_paths
 
         report = ingest_paths(_store(), [_params()["landing"]])
         log.info("%s", report.summary())
+        for failed in report.failed:
+            log.warning("%s", failed.line())
         return [r.ingest_id for r in report.rows if r.status == "ingested"]
 
     @task

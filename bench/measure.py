@@ -76,15 +76,20 @@ def category(table: str) -> str:
 
 
 def lake_sizes(lake: Path) -> dict[str, dict[str, int]]:
-    """Per category: ``live_bytes`` and ``rows`` of the current version, ``disk_bytes`` of the
-    table directories (history and logs included)."""
+    """Per category: ``live_bytes``, ``rows`` and data ``files`` of the current version (and
+    ``max_files``, the most of any one table), ``disk_bytes`` of the table directories (history and
+    logs included), ``log_bytes`` of their Delta logs."""
     sizes: dict[str, dict[str, int]] = {}
     for table in _tables(lake):
         actions = pa.table(DeltaTable(str(table)).get_add_actions(flatten=True))
-        entry = sizes.setdefault(category(table.name), {"live_bytes": 0, "rows": 0, "disk_bytes": 0})
+        entry = sizes.setdefault(category(table.name), {"live_bytes": 0, "rows": 0, "files": 0,
+                                                        "max_files": 0, "disk_bytes": 0, "log_bytes": 0})
+        entry["files"] += actions.num_rows
+        entry["max_files"] = max(entry["max_files"], actions.num_rows)
         entry["live_bytes"] += int(pc.sum(actions["size_bytes"]).as_py() or 0)
         entry["rows"] += int(pc.sum(actions["num_records"]).as_py() or 0)
         entry["disk_bytes"] += sum(f.stat().st_size for f in table.rglob("*") if f.is_file())
+        entry["log_bytes"] += sum(f.stat().st_size for f in (table / "_delta_log").iterdir() if f.is_file())
     return sizes
 
 

@@ -5,14 +5,17 @@ The script (:func:`script`) is the example lake's life in the commands a deploym
 (N-Triples, Turtle background graphs, RDF Patch, JSON Lines), registrations with a backfill (an
 aggregate over a join, a property path, a windowed query), runs in several small batches
 (``--max-rows``), a maintenance that compacts and vacuums (retention 0, forced, so it really deletes
-files) between two runs, and a last run that flushes the windows.
+files) between two runs, a last run that flushes the windows, and the aggregate unregistered and
+registered again (its tables dropped and backfilled anew).
 
 A kill lands at a moment drawn from the step's duration in the uninterrupted run, so it falls in
 a commit, between two commits, or between the files of one (delta-rs writes the data files, then the
 log entry). The whole process group is killed, as a node dying would take it. A killed step is
 started again with ``--wait 0``: the flock of a killed holder is gone with it, so the restart must
 never find the lake locked. A registration whose catalog row landed before the kill is done: its
-restart says the name is registered, which ends the step.
+restart says the name is registered, which ends the step; so is an unregistration whose catalog row
+went (its restart says there is no such query; the tables it had not dropped yet are the next
+registration's to drop).
 
 The lakes are equal when every table holds the same rows as a bag (:func:`tests.lakes.snapshot`:
 row order and the wall-clock write times are not content), and when every query's answers at every
@@ -42,8 +45,10 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The event time of messages that carry none (N-Triples, Turtle, RDF Patch without a header), so
 #: that two lakes built at different times hold the same bronze rows.
 TIME = "2026-11-23T08:59:00Z"
-#: What a restarted registration prints when the killed attempt had finished it.
-REGISTERED = "is already registered"
+#: What the restart of a command prints when the killed attempt had done its work, which ends the
+#: step: a registration whose catalog row landed, an unregistration whose catalog row went (the
+#: tables it had not dropped yet are the next registration's to drop).
+DONE_BEFORE = {"register": "is already registered", "unregister": "no registered query named"}
 #: Columns holding table version numbers (see :func:`differences`).
 VERSION_COLUMNS = ("versions", "gold_version")
 
@@ -90,6 +95,8 @@ def script(files: Path, retention_hours: int = 0) -> list[Step]:
         Step(("maintain", *retention)),
         ingest("windows/badges-2.jsonl"),
         Step(("run", "--max-rows", "4", "--flush")),
+        Step(("unregister", "enrolment")),
+        register("queries/enrolment.rq"),
     ]
 
 
@@ -100,9 +107,11 @@ def start(lake: Path, step: Step) -> subprocess.Popen:
 
 
 def finish(process: subprocess.Popen, step: Step) -> None:
-    """Wait for ``process``; a failure other than a finished registration's restart is an error."""
+    """Wait for ``process``; a failure other than the restart of a registration or
+    unregistration the killed attempt had finished is an error."""
     out, err = process.communicate(timeout=600)
-    if process.returncode != 0 and not (step.argv[0] == "register" and REGISTERED in err):
+    done_before = DONE_BEFORE.get(step.argv[0])
+    if process.returncode != 0 and not (done_before and done_before in err):
         raise AssertionError(f"lakegraph {step}: exit {process.returncode}: {err.strip()}")
 
 

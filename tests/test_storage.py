@@ -92,6 +92,24 @@ def test_txn_makes_writes_idempotent(store):
     assert rows(store.read_arrow("t")) == {"a": 2}
 
 
+def test_parquet_files_are_appended_in_one_commit_once(store, tmp_path):
+    import pyarrow.parquet as pq
+
+    store.create("t", SCHEMA)
+    files = [str(tmp_path / f"part{i}.parquet") for i in range(2)]
+    for i, path in enumerate(files):
+        pq.write_table(pa.table({"k": [f"a{i}", f"b{i}"], "_mult": [i, 5]}, schema=SCHEMA), path)
+    with store.writing():                   # where the store follows its own commits
+        assert store.append_parquet("t", files, Txn("ingest", 1)) is True
+        assert store.version("t") == 1 and store.row_count("t") == 4
+    assert not any(os.path.exists(path) for path in files)                 # taken by the table
+    assert rows(store.read_arrow("t")) == {"a0": 0, "b0": 5, "a1": 1, "b1": 5}
+    assert sorted(r["k"] for r in store.changes("t", 1).to_pylist()) == ["a0", "a1", "b0", "b1"]
+    again = str(tmp_path / "again.parquet")
+    pq.write_table(pa.table({"k": ["c"], "_mult": [1]}, schema=SCHEMA), again)
+    assert store.append_parquet("t", [again], Txn("ingest", 1)) is False and os.path.exists(again)
+
+
 def test_overwrite_replaces_every_row_once_per_txn(store):
     store.create("t", SCHEMA)
     store.append("t", pa.table({"k": ["a", "b"], "_mult": [1, 1]}, schema=SCHEMA))
@@ -184,6 +202,21 @@ def test_vacuum_removes_only_unreferenced_files(store):
     assert sorted(store.vacuum("t", 0)) == sorted(planned)
     assert not any(os.path.exists(os.path.join(store.path("t"), f)) for f in planned)
     assert rows(store.read_arrow("t")) == {"a": 1, "b": 1}
+
+
+def test_vacuum_removes_change_data_files_older_than_the_retention(store):
+    store.create("t", SCHEMA)
+    store.append("t", pa.table({"k": ["a", "b"], "_mult": [1, 1]}, schema=SCHEMA))
+    for k in "ab":
+        store.merge_counts("t", pa.table({"k": [k], "_mult": [1]}, schema=SCHEMA), ["k"], "_mult")
+    folder = os.path.join(store.path("t"), "_change_data")
+    written = [f for _, _, names in os.walk(folder) for f in names]
+    assert written                                          # a MERGE writes its changes as files
+    store.vacuum("t", 168)
+    assert [f for _, _, names in os.walk(folder) for f in names] == written      # written just now
+    store.vacuum("t", 0)
+    assert [f for _, _, names in os.walk(folder) for f in names] == []
+    assert rows(store.read_arrow("t")) == {"a": 2, "b": 2}
 
 
 def test_app_transaction_makes_a_retried_delete_a_no_op(store):

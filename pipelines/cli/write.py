@@ -39,6 +39,11 @@ def cmd_ingest(ctx: "Context") -> None:
     finally:
         progress.close()
     print(report.summary())
+    if report.failed:
+        first = report.failed[0]
+        more = f" (and {len(report.failed) - 1} more, above)" if len(report.failed) > 1 else ""
+        files = "file" if len(report.failed) == 1 else "files"
+        raise CliError(f"{len(report.failed)} {files} not ingested: {first.path}: {first.reason}{more}")
 
 
 def read_query(path: str) -> tuple[str, str]:

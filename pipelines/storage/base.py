@@ -79,6 +79,12 @@ class TableStore(Protocol):
     def append(self, name: str, data: Data, txn: Txn | None = None) -> bool:
         """Append rows; False when ``txn`` was already committed (nothing written)."""
 
+    def append_parquet(self, name: str, files: Sequence[str], txn: Txn | None = None) -> bool:
+        """Append the rows of parquet ``files`` (the table's columns, written outside the table but
+        on the lake's filesystem) in one commit, without holding them in memory: a large landing
+        file's rows, spilled as it was parsed. The files are taken (moved into the table, or read
+        and removed). False when ``txn`` was already committed (then the files are left as they are)."""
+
     def overwrite(self, name: str, data: Data, txn: Txn | None = None) -> bool:
         """Replace every row with ``data`` in one commit (cheaper than a MERGE, which rewrites the
         files it touches anyway, when the caller holds the table's new content); False when ``txn``

@@ -5,9 +5,12 @@ delta-rs reads become Spark frames through the parquet files of the version (no 
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
+import time
+import uuid
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -20,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import TableNotFoundError
+from deltalake.transaction import AddAction
 
 from ..spark import session
 from .base import Data, StorageError, TableNotFound, Txn
@@ -55,6 +59,27 @@ def normalise_schema(schema: pa.Schema) -> pa.Schema:
             t = pa.timestamp("us", tz="UTC")
         fields.append(pa.field(field.name, t, field.nullable))
     return pa.schema(fields)
+
+
+def _stats(meta: pq.FileMetaData) -> dict:
+    """A parquet file's Delta statistics from its footer: ``numRecords``, and per column the null
+    count (when every row group has one) and, for integer columns, the bounds."""
+    nulls: dict[str, int | None] = {}
+    low: dict[str, int] = {}
+    high: dict[str, int] = {}
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        for c in range(group.num_columns):
+            column = group.column(c)
+            name, stats = column.path_in_schema, column.statistics
+            known = stats is not None and stats.has_null_count and nulls.get(name, 0) is not None
+            nulls[name] = nulls.get(name, 0) + stats.null_count if known else None
+            if stats is not None and stats.has_min_max and column.physical_type in ("INT32", "INT64") \
+                    and stats.logical_type.type in ("NONE", "INT"):
+                low[name] = min(low.get(name, stats.min), stats.min)
+                high[name] = max(high.get(name, stats.max), stats.max)
+    counted = {name: count for name, count in nulls.items() if count is not None}
+    return {"numRecords": meta.num_rows, "minValues": low, "maxValues": high, "nullCount": counted}
 
 
 def normalise_arrow(table: pa.Table) -> pa.Table:
@@ -233,6 +258,30 @@ class DeltaRsStore:
         self._remember(name, after, table)
         return True
 
+    def append_parquet(self, name: str, files: Sequence[str], txn: Txn | None = None) -> bool:
+        # The files become the table's data files as they are: delta-rs's own writer holds a
+        # file's worth of encoded rows and more in memory, a gigabyte for a gigabyte of N-Triples.
+        dt = self._table(name)
+        if self._done(dt, txn):
+            return False
+        actions = [self._adopt(name, path) for path in files]
+        dt.create_write_transaction(actions, mode="append", schema=dt.schema(),
+                                    commit_properties=self._props(txn))
+        dt.update_incremental()         # unlike a write, the transaction leaves dt where it was
+        self._remember(name, dt.version(), None)
+        return True
+
+    def _adopt(self, name: str, path: str) -> AddAction:
+        """Move a parquet file into table ``name``; its add action, with the statistics that need
+        no rounding (row and null counts, integer bounds: timestamps and strings are left out,
+        which only means no file skipping on them)."""
+        meta = pq.read_metadata(path)
+        target = f"part-{uuid.uuid4()}-c000.snappy.parquet"
+        full = os.path.join(self.path(name), target)
+        os.replace(path, full)
+        info = os.stat(full)
+        return AddAction(target, info.st_size, {}, int(info.st_mtime * 1000), True, json.dumps(_stats(meta)))
+
     def _remember(self, name: str, version: int, table: pa.Table | None) -> None:
         if table is not None and table.num_rows <= _KNOWN_ROWS:
             self._known[name] = (version, table)
@@ -367,6 +416,22 @@ class DeltaRsStore:
         return optimize.z_order(list(zorder)) if zorder else optimize.compact()
 
     def vacuum(self, name: str, retention_hours: float, dry_run: bool = False) -> list[str]:
-        return self._table(name).vacuum(retention_hours=int(retention_hours), dry_run=dry_run,
-                                        enforce_retention_duration=False)
+        removed = self._table(name).vacuum(retention_hours=int(retention_hours), dry_run=dry_run,
+                                           enforce_retention_duration=False)
+        return removed + self._vacuum_change_data(name, retention_hours, dry_run)
+
+    def _vacuum_change_data(self, name: str, retention_hours: float, dry_run: bool) -> list[str]:
+        """The change-data files (``_change_data/``, one per MERGE or DELETE) written longer than
+        ``retention_hours`` ago, deleted unless ``dry_run``. delta-rs's vacuum passes over every
+        name starting with ``_``, so a state table's grew without end; Delta's vacuum on Spark
+        deletes them by age, as here. Only the change feed of versions older than the retention
+        goes: lakegraph reads only bronze's, which is append-only and has no such files."""
+        folder = os.path.join(self.path(name), "_change_data")
+        cutoff = time.time() - retention_hours * 3600
+        old = [os.path.join(root, n) for root, _, names in os.walk(folder) for n in names
+               if os.path.getmtime(os.path.join(root, n)) <= cutoff]
+        if not dry_run:
+            for path in old:
+                os.remove(path)
+        return [os.path.relpath(path, self.path(name)) for path in old]
 

@@ -14,6 +14,7 @@ off, since the delta-rs backend and Spark's plain-parquet reads see a version as
 """
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from typing import Callable, Collection, Iterator, Mapping, Sequence
 
@@ -88,6 +89,14 @@ class DeltaSparkStore(DeltaRsStore):
         # one after the other: each is a Spark job, and the driver's py4j calls gain nothing from threads
         for write in writes:
             write()
+
+    def append_parquet(self, name: str, files: Sequence[str], txn: Txn | None = None) -> bool:
+        # Spark reads the files as a DataFrame (a job, streamed) and commits them as any write
+        if not self._write(name, self.spark.read.parquet(*files), "append", txn):
+            return False
+        for path in files:
+            os.remove(path)
+        return True
 
     def _write(self, name: str, data: Data, mode: str, txn: Txn | None) -> bool:
         if self._done(self._table(name), txn):

@@ -129,10 +129,11 @@ def split_lines(data: bytes) -> list[bytes]:
     return [line[:-1] if line.endswith(b"\r") else line for line in lines]
 
 
-def decode(data: bytes) -> Iterator[tuple[int, str] | BadLine]:
-    """Each line as ``(number, text)``, or as a :class:`BadLine` when it is not valid UTF-8.
-    A byte order mark at the start of the file is dropped."""
-    for number, raw in enumerate(split_lines(data), start=1):
+def decode(data: bytes, first_line: int = 1) -> Iterator[tuple[int, str] | BadLine]:
+    """Each line as ``(number, text)``, or as a :class:`BadLine` when it is not valid UTF-8;
+    ``data`` starts at line ``first_line`` of its file (a chunk, :mod:`.chunks`). A byte order
+    mark at the start of the file is dropped."""
+    for number, raw in enumerate(split_lines(data), start=first_line):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
         try:
@@ -142,10 +143,11 @@ def decode(data: bytes) -> Iterator[tuple[int, str] | BadLine]:
                              f"invalid UTF-8 at byte {exc.start}")
 
 
-def counted_lines(data: bytes, result: ParseResult) -> Iterator[tuple[int, str]]:
-    """The decodable lines of ``data``; every line is counted in ``result`` and the undecodable
-    ones are recorded there as bad, so a line-based parser only sees text."""
-    for item in decode(data):
+def counted_lines(data: bytes, result: ParseResult, first_line: int = 1) -> Iterator[tuple[int, str]]:
+    """The decodable lines of ``data`` (from line ``first_line``); every line is counted in
+    ``result`` and the undecodable ones are recorded there as bad, so a line-based parser only
+    sees text."""
+    for item in decode(data, first_line):
         result.lines += 1
         if isinstance(item, BadLine):
             result.bad.append(item)

@@ -65,7 +65,7 @@ def _message(seq: int, number: int, text: str) -> Message:
                    _term(record, "s"), _term(record, "p"), _term(record, "o"), _stream(record))
 
 
-def _read_natively(data: bytes) -> pa.Table | None:
+def _read_natively(data: bytes, first_line: int) -> pa.Table | None:
     """The messages of a file whose every line is a good message, read by pyarrow's JSON reader
     and checked column by column (:data:`MESSAGE_COLUMNS`); None when any line is not (or the file
     has blank lines): the caller then reads it line by line, which names each bad line's fault."""
@@ -88,7 +88,7 @@ def _read_natively(data: bytes) -> pa.Table | None:
         streams = per_distinct(read["stream"], parse_stream)        # nulls stay null
     except (pa.ArrowInvalid, UnicodeDecodeError, TermError, ValueError):
         return None
-    lines = pa.array(range(1, read.num_rows + 1), pa.int64())
+    lines = pa.array(range(first_line, first_line + read.num_rows), pa.int64())
     keys = pc.if_else(pc.is_null(read["event"]),
                       pc.binary_join_element_wise("line", pc.cast(lines, pa.string()), ":"),
                       pc.binary_join_element_wise("event", read["event"], ":"))
@@ -97,18 +97,19 @@ def _read_natively(data: bytes) -> pa.Table | None:
                      pa.nulls(read.num_rows, pa.string())], schema=MESSAGE_COLUMNS)
 
 
-def parse_jsonl(data: bytes) -> ParseResult:
-    """A JSON Lines file: natively when every line is a good message, else line by line."""
-    columns = _read_natively(data)
+def parse_jsonl(data: bytes, first_line: int = 1) -> ParseResult:
+    """JSON Lines from line ``first_line`` on: natively when every line is a good message, else
+    line by line."""
+    columns = _read_natively(data, first_line)
     if columns is not None:
         return ParseResult("jsonl", lines=columns.num_rows, columns=columns)
-    return parse_jsonl_lines(data)
+    return parse_jsonl_lines(data, first_line)
 
 
-def parse_jsonl_lines(data: bytes) -> ParseResult:
-    """A JSON Lines file read one line at a time, each bad line with its fault."""
+def parse_jsonl_lines(data: bytes, first_line: int = 1) -> ParseResult:
+    """JSON Lines read one line at a time, each bad line with its fault."""
     result = ParseResult("jsonl")
-    for number, text in counted_lines(data, result):
+    for number, text in counted_lines(data, result, first_line):
         if not text.strip():
             result.skipped += 1
             continue

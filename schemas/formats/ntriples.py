@@ -55,9 +55,10 @@ def stream_of(graph: Term | None) -> str | None:
     return graph.value
 
 
-def _statement_lines(data: bytes) -> tuple[int, list[int]] | None:
-    """The file's line count and the numbers of its statement lines (neither blank nor a comment);
-    None when it is not UTF-8 or starts with a byte order mark (the line reader reports those)."""
+def _statement_lines(data: bytes, first_line: int) -> tuple[int, list[int]] | None:
+    """The line count of ``data`` and the numbers of its statement lines (neither blank nor a
+    comment), counted from ``first_line``; None when it is not UTF-8 or starts with a byte order
+    mark (the line reader reports those)."""
     if data.startswith(b"\xef\xbb\xbf"):
         return None
     try:
@@ -65,17 +66,17 @@ def _statement_lines(data: bytes) -> tuple[int, list[int]] | None:
     except UnicodeDecodeError:
         return None
     lines = split_lines(data)
-    return len(lines), [k for k, line in enumerate(lines, start=1)
+    return len(lines), [k for k, line in enumerate(lines, start=first_line)
                         if (text := line.strip()) and not text.startswith(b"#")]
 
 
-def _read_natively(data: bytes, fmt: str) -> ParseResult | None:
+def _read_natively(data: bytes, fmt: str, first_line: int) -> ParseResult | None:
     """The file parsed by pyoxigraph's N-Triples/N-Quads parser, when it takes every statement line
     (one statement per line) and every term is one lakegraph takes too: then its terms, written as
     N-Triples and canonicalised once per distinct term, are exactly what the line reader gives
     (tested on the escapes, language tags and datatypes where spellings differ). None otherwise:
     the line reader then names each bad line."""
-    counted = _statement_lines(data)
+    counted = _statement_lines(data, first_line)
     if counted is None:
         return None
     count, numbers = counted
@@ -101,18 +102,18 @@ def _read_natively(data: bytes, fmt: str) -> ParseResult | None:
     return ParseResult(fmt, lines=count, skipped=count - n, columns=columns)
 
 
-def _parse(data: bytes, fmt: str, max_terms: int) -> ParseResult:
+def _parse(data: bytes, fmt: str, max_terms: int, first_line: int) -> ParseResult:
     """All statements of the file are one event (an initial load is one change)."""
-    native = _read_natively(data, fmt)
+    native = _read_natively(data, fmt, first_line)
     if native is not None:
         return native
-    return parse_lines(data, fmt, max_terms)
+    return parse_lines(data, fmt, max_terms, first_line)
 
 
-def parse_lines(data: bytes, fmt: str, max_terms: int) -> ParseResult:
-    """The file read one line at a time, each bad line with its fault."""
+def parse_lines(data: bytes, fmt: str, max_terms: int, first_line: int = 1) -> ParseResult:
+    """The lines read one at a time, each bad line with its fault."""
     result = ParseResult(fmt)
-    for number, text in counted_lines(data, result):
+    for number, text in counted_lines(data, result, first_line):
         stripped = text.strip()
         if not stripped or stripped.startswith("#"):
             result.skipped += 1
@@ -128,9 +129,9 @@ def parse_lines(data: bytes, fmt: str, max_terms: int) -> ParseResult:
     return result
 
 
-def parse_ntriples(data: bytes) -> ParseResult:
-    return _parse(data, "n-triples", 3)
+def parse_ntriples(data: bytes, first_line: int = 1) -> ParseResult:
+    return _parse(data, "n-triples", 3, first_line)
 
 
-def parse_nquads(data: bytes) -> ParseResult:
-    return _parse(data, "n-quads", 4)
+def parse_nquads(data: bytes, first_line: int = 1) -> ParseResult:
+    return _parse(data, "n-quads", 4, first_line)

@@ -55,15 +55,24 @@ def _check_end(rest: str, what: str) -> None:
         raise TermError(f"unexpected text after {what}: {rest[:20]!r}")
 
 
-class _PatchReader:
+class PatchReader:
+    """A patch read chunk by chunk (:mod:`.chunks`): prefixes, headers and an open transaction
+    carry over from one chunk to the next. Each call gives what its lines decided; the rows of a
+    transaction come out with the chunk holding its ``TC`` (or, rejected, at :meth:`end`)."""
+
     def __init__(self) -> None:
         self.result = ParseResult("rdf-patch")
         self.prefixes: dict[str, str] = {}
         self.headers = _Headers()
         self.tx: _Transaction | None = None
 
-    def read(self, data: bytes) -> ParseResult:
-        for item in decode(data):
+    def _taken(self) -> ParseResult:
+        result, self.result = self.result, ParseResult("rdf-patch")
+        return result
+
+    def feed(self, data: bytes, first_line: int = 1) -> ParseResult:
+        """The lines of ``data``, which starts at line ``first_line`` of the patch."""
+        for item in decode(data, first_line):
             self.result.lines += 1
             if isinstance(item, BadLine):
                 self._bad_row(item)
@@ -73,9 +82,20 @@ class _PatchReader:
                 self._line(number, text)
             except ValueError as exc:  # TermError, or a bad timestamp
                 self._bad_row(BadLine.of(number, text, str(exc)))
+        return self._taken()
+
+    def feed_bad(self, bad: BadLine) -> ParseResult:
+        """A line the chunk reader could not hand over (longer than its limit)."""
+        self.result.lines += 1
+        self._bad_row(bad)
+        return self._taken()
+
+    def end(self) -> ParseResult:
+        """The end of the patch: an open transaction is rejected."""
         if self.tx is not None:
             self._reject(self.tx.rows, "transaction not committed (no TC before end of file)")
-        return self.result
+            self.tx = None
+        return self._taken()
 
     def _bad_row(self, bad: BadLine) -> None:
         self.result.bad.append(bad)
@@ -176,5 +196,9 @@ class _PatchReader:
         self.headers = _Headers()
 
 
-def parse_patch(data: bytes) -> ParseResult:
-    return _PatchReader().read(data)
+def parse_patch(data: bytes, first_line: int = 1) -> ParseResult:
+    """A whole patch (or one starting at ``first_line`` that ends with ``data``)."""
+    reader = PatchReader()
+    result, last = reader.feed(data, first_line), reader.end()
+    result.bad.extend(last.bad)
+    return result

@@ -64,7 +64,8 @@ def _term(node: Node, bnodes: dict[BNode, str], scope: str) -> Term:
     raise TermError(f"unsupported node {type(node).__name__}")
 
 
-def parse_turtle(data: bytes) -> ParseResult:
+def parse_turtle(data: bytes, first_line: int = 1) -> ParseResult:
+    """A whole Turtle document (``first_line`` is always 1: Turtle is never read in chunks)."""
     result = ParseResult("turtle", lines=len(split_lines(data)), line_based=False)
     head = data[:HEAD_CHARS * 4].decode("utf-8", errors="backslashreplace")[:HEAD_CHARS]
     try:
