@@ -94,6 +94,8 @@ def test_one_writer_at_a_time_and_readers_see_whole_batches(lake, tmp_path):
     assert done(run)[0] == 0 and "ingested 1 rows" in ingested
     code, out, err = done(patient)
     assert code == 0, err
+    # on a loaded machine both runs may end before the ingest commits: a last run takes its line
+    ok(lake, "run")
 
     store = open_store(str(lake), None, backend="delta-rs")
     batches = BatchLog(store).records("done")
