@@ -336,7 +336,7 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     after = replace(step.progress, answers=final)
     if replace(after, batch=progress.batch) != progress:      # a batch that did nothing writes nothing
         appended[progress_table(plan.name)] = content[progress_table(plan.name)] = after.table()
-    left = start
+    kept = start.rows
     if appended:
         content = {name: content[name] if name in content else state[name] for name in state}
         added = sum(t.num_rows for t in appended.values())
@@ -346,8 +346,7 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
             kept = folded
         else:
             writes.append(partial(store.append, state_table(plan.name), pack(plan, appended), txn))
-            kept = start.rows + added
-        left = _Left(-1, kept, content)
+            kept += added
     store.concurrently(writes)
-    _leave(store, plan, replace(left, version=store.version(state_table(plan.name))) if appended else left)
+    _leave(store, plan, _Left(store.version(state_table(plan.name)), kept, content) if appended else start)
     return {"windows": len(log), "late": step.late, "answer_changes": int(pc.sum(pc.abs(changes[MULT])).as_py() or 0)}
