@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from schemas import tables as S
 
@@ -143,20 +144,38 @@ class BatchLog:
     def __init__(self, store: TableStore) -> None:
         self.store = store
 
+    def _rows(self, status: str | None) -> pa.Table:
+        """The log's rows, of ``status`` only when given. Filtered in Arrow, records parsed only
+        where wanted: the log grows by two rows a batch, and every batch asks for its last one."""
+        table = self.store.read_arrow(BATCHES)
+        if status is None:
+            return table
+        # an Arrow scalar: a Python value in an Arrow comparison makes pyarrow import pandas
+        return table.filter(pc.equal(table["status"], pa.scalar(status, pa.string())))
+
+    @staticmethod
+    def _parsed(rows: pa.Table) -> list[BatchRecord]:
+        return sorted((BatchRecord.from_row(r) for r in S.rows(rows)), key=lambda r: r.batch)
+
     def records(self, status: str | None = None) -> list[BatchRecord]:
-        # Filtered in Python: a Python value in an Arrow comparison makes pyarrow import pandas.
-        records = [BatchRecord.from_row(r) for r in S.rows(self.store.read_arrow(BATCHES))]
-        return sorted((r for r in records if status is None or r.status == status), key=lambda r: r.batch)
+        return self._parsed(self._rows(status))
+
+    @classmethod
+    def _last(cls, rows: pa.Table) -> BatchRecord | None:
+        """The record of the largest batch among ``rows``."""
+        if rows.num_rows == 0:
+            return None
+        largest = pc.max(rows["batch"])
+        return cls._parsed(rows.filter(pc.equal(rows["batch"], largest)))[-1]
 
     def last_done(self) -> BatchRecord | None:
-        done = self.records("done")
-        return done[-1] if done else None
+        return self._last(self._rows("done"))
 
     def pending(self) -> BatchRecord | None:
         """The planned batch that has no done record (a run crashed inside it), if any."""
-        done = {r.batch for r in self.records("done")}
-        planned = [r for r in self.records("planned") if r.batch not in done]
-        return planned[-1] if planned else None
+        planned = self._rows("planned")
+        unfinished = pc.invert(pc.is_in(planned["batch"], self._rows("done")["batch"]))
+        return self._last(planned.filter(unfinished))
 
     def done(self, batch: int) -> BatchRecord:
         for record in self.records("done"):

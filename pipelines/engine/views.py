@@ -164,7 +164,7 @@ def probe_arrow(messages: pa.Table, views: list[ViewDef], before: Callable[[View
         shaped = _shaped_arrow(hits, view, hits["seq"], hits["op"])
         stored = before(view).select(list(view.columns))
         if view.columns:
-            touched = hits.select(list(view.columns)).group_by(list(view.columns)).aggregate([])
+            touched = hits.select(list(view.columns)).group_by(list(view.columns), use_threads=False).aggregate([])
             stored = stored.join(touched, keys=list(view.columns), join_type="left semi", use_threads=False)
         else:   # a ground pattern: its one (empty) key is present when the view holds a row
             stored = stored.slice(0, min(1, stored.num_rows))

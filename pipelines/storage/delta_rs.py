@@ -124,6 +124,9 @@ class DeltaRsStore:
         # Inside :meth:`writing`, the tables whose newest state this store already holds.
         self._current: set[str] | None = None
         self._others: frozenset[str] = frozenset()
+        # Per table, a version and the last transaction of each app asked about at it, carried
+        # through this store's own commits: asking delta-rs costs a millisecond, dozens of times a batch.
+        self._txns: dict[str, tuple[int, dict[str, int | None]]] = {}
 
     @property
     def spark(self):
@@ -148,7 +151,7 @@ class DeltaRsStore:
                 dt = self._latest.get(name)
                 if dt is None:
                     dt = self._latest[name] = DeltaTable(self.path(name))
-                elif self._current is None or name not in self._current:
+                elif (self._current is None or name not in self._current) and self._moved(name, dt):
                     dt.update_incremental()
                 if self._current is not None and name not in self._others:
                     self._current.add(name)
@@ -169,6 +172,12 @@ class DeltaRsStore:
             raise TableNotFound(f"table {name!r} does not exist in lake {self.root}") from exc
         except Exception as exc:  # delta-rs raises generic errors for a missing version
             raise StorageError(f"table {name!r}: cannot load version {version}: {exc}") from exc
+
+    def _moved(self, name: str, dt: DeltaTable) -> bool:
+        """Whether table ``name`` has a commit after ``dt``'s version. Every commit adds the next
+        numbered JSON file to the log, so one stat answers what ``update_incremental`` would find
+        by listing the log (a few ms a table, on every read of a shared table)."""
+        return os.path.exists(os.path.join(self.path(name), "_delta_log", f"{dt.version() + 1:020d}.json"))
 
     @contextmanager
     def writing(self, others: Collection[str] = ()) -> Iterator[None]:
@@ -192,6 +201,7 @@ class DeltaRsStore:
         shutil.rmtree(self.path(name), ignore_errors=True)
         self._schemas.pop(name, None)
         self._known.pop(name, None)
+        self._txns.pop(name, None)
         self._latest.pop(name, None)
         if self._current is not None:
             self._current.discard(name)
@@ -215,10 +225,16 @@ class DeltaRsStore:
             return None
         return CommitProperties(app_transactions=[Transaction(app_id=txn.app_id, version=txn.version)])
 
-    def _done(self, dt: DeltaTable, txn: Txn | None) -> bool:
+    def _done(self, name: str, dt: DeltaTable, txn: Txn | None) -> bool:
         if txn is None:
             return False
-        last = dt.transaction_version(txn.app_id)
+        at = dt.version()
+        known = self._txns.get(name)
+        if known is None or known[0] != at:
+            known = self._txns[name] = (at, {})
+        if txn.app_id not in known[1]:
+            known[1][txn.app_id] = dt.transaction_version(txn.app_id)
+        last = known[1][txn.app_id]
         return last is not None and last >= txn.version
 
     def _arrow(self, name: str, data: Data) -> pa.Table:
@@ -246,12 +262,13 @@ class DeltaRsStore:
 
     def _write(self, name: str, data: Data, mode: str, txn: Txn | None) -> bool:
         dt = self._table(name)
-        if self._done(dt, txn):
+        if self._done(name, dt, txn):
             return False
         table = self._arrow(name, data)
         before = dt.version()
         write_deltalake(dt, table, mode=mode, commit_properties=self._props(txn))
         after = dt.version()                # a write through dt moves it to its own commit
+        self._noted(name, before, after, txn)
         known = self._known.get(name)
         if mode == "append":
             table = pa.concat_tables([known[1], table]) if known and known[0] == before == after - 1 else None
@@ -262,12 +279,14 @@ class DeltaRsStore:
         # The files become the table's data files as they are: delta-rs's own writer holds a
         # file's worth of encoded rows and more in memory, a gigabyte for a gigabyte of N-Triples.
         dt = self._table(name)
-        if self._done(dt, txn):
+        if self._done(name, dt, txn):
             return False
+        before = dt.version()
         actions = [self._adopt(name, path) for path in files]
         dt.create_write_transaction(actions, mode="append", schema=dt.schema(),
                                     commit_properties=self._props(txn))
         dt.update_incremental()         # unlike a write, the transaction leaves dt where it was
+        self._noted(name, before, dt.version(), txn)
         self._remember(name, dt.version(), None)
         return True
 
@@ -282,6 +301,15 @@ class DeltaRsStore:
         info = os.stat(full)
         return AddAction(target, info.st_size, {}, int(info.st_mtime * 1000), True, json.dumps(_stats(meta)))
 
+    def _noted(self, name: str, before: int, after: int, txn: Txn | None) -> None:
+        """Carry table ``name``'s known app transactions from ``before`` to this store's commit
+        ``after`` (with ``txn``); they are known only if that commit is the next version."""
+        known = self._txns.get(name)
+        apps = dict(known[1]) if known is not None and known[0] == before == after - 1 else {}
+        if txn is not None:
+            apps[txn.app_id] = txn.version
+        self._txns[name] = (after, apps)
+
     def _remember(self, name: str, version: int, table: pa.Table | None) -> None:
         if table is not None and table.num_rows <= _KNOWN_ROWS:
             self._known[name] = (version, table)
@@ -291,7 +319,7 @@ class DeltaRsStore:
     def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,
                      txn: Txn | None = None) -> bool:
         dt = self._table(name)
-        if self._done(dt, txn):
+        if self._done(name, dt, txn):
             return False
         source = self._arrow(name, data)
         if source.num_rows == 0 and txn is None:
@@ -311,7 +339,7 @@ class DeltaRsStore:
 
     def delete(self, name: str, predicate: str | None = None, txn: Txn | None = None) -> bool:
         dt = self._table(name)
-        if self._done(dt, txn):
+        if self._done(name, dt, txn):
             return False
         self._known.pop(name, None)
         dt.delete(predicate, commit_properties=self._props(txn))
@@ -353,7 +381,7 @@ class DeltaRsStore:
             meta = handle.metadata
             size = sum(meta.row_group(g).column(c).total_compressed_size for g in range(meta.num_row_groups)
                        for c in range(meta.num_columns) if meta.schema.column(c).name in wanted)
-            return handle.read(columns=schema.names).select(schema.names).cast(schema), size
+            return handle.read(columns=schema.names, use_threads=False).select(schema.names).cast(schema), size
 
         files = _files(dt)
         if not files:
