@@ -180,15 +180,17 @@ def _windowed(table: pa.Table, window: int) -> pa.Table:
     return table.append_column("window", pa.repeat(pa.scalar(window, pa.int64()), table.num_rows))
 
 
-def _extent_rows(pairs: pa.Table, relevant: dict[str, _Positions], ranges: Sequence[tuple[str, int]],
+def _extent_rows(pairs: pa.Table, by_stream: dict[str, _Positions], ranges: Sequence[tuple[str, int]],
                  closes: np.ndarray) -> pa.Table:
     """Each (``window``, triple) pair's messages inside its window's extent on every stream, where
     ``closes[window]`` is the close the pair is judged at (-1: no window, hence no extent)."""
     columns = ["stream", "pos", "seq", "op", "time_ms", *TRIPLE]
     parts = [_windowed(S.WINDOW_BUFFER.empty_table().select(columns), 0)]
     for stream, length in ranges:
-        rows = relevant[stream].rows.select(columns)
-        joined = pairs.join(rows, keys=TRIPLE, join_type="inner", use_threads=False)
+        # the buffer probes a hash table of the pairs (Acero builds on the right): one pass over
+        # the buffer, whose rows outside every candidate triple drop out in the join itself
+        rows = by_stream[stream].rows.select(columns)
+        joined = rows.join(pairs, keys=TRIPLE, join_type="inner", use_threads=False)
         close = closes[joined["window"].to_numpy()]
         pos = joined["pos"].to_numpy()
         parts.append(joined.filter(pa.array((close >= 0) & (pos >= close - length) & (pos < close))))
@@ -354,17 +356,12 @@ def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, 
         bg_now, bg_delta = _apply_background(background(), pending)
     bg_after = background() if bg_now is None else bg_now
     pairs = _candidates(clock, by_stream, closes, progress.last_close, pending)
-    # The buffer rows of the triples some window of the batch may change, found by one semi-join
-    # per batch: the windows then look their candidates up among those, not in their whole extents.
-    touched = _distinct(pairs, TRIPLE)
-    relevant = {s: _Positions(p.rows.join(touched, keys=TRIPLE, join_type="left semi", use_threads=False))
-                for s, p in by_stream.items()}
     ranges = clock.ranges if clock else ()
     at = np.asarray(closes if clock else [-1] * len(closes), dtype=np.int64)
-    in_window = _extent_rows(pairs, relevant, ranges, at)
+    in_window = _extent_rows(pairs, by_stream, ranges, at)
     if stamps and pairs.num_rows:
         previous = [-1 if progress.last_close is None else progress.last_close] + closes[:-1]
-        in_before = _extent_rows(pairs, relevant, ranges, np.asarray(previous, dtype=np.int64))
+        in_before = _extent_rows(pairs, by_stream, ranges, np.asarray(previous, dtype=np.int64))
         first = pc.equal(pairs["window"], 0)
         backed_before = _concat([_in_graph(pairs.filter(first), background()),
                                  _in_graph(pairs.filter(pc.invert(first)), bg_after)])
