@@ -77,8 +77,12 @@ def _each(work: Callable[[QueryPlan], dict], plans: list[QueryPlan], engine: str
     and when a query appends its windows to bronze (``REGISTER STREAM``), which the others share."""
     if engine != "arrow" or len(plans) < 2 or any(p.output_stream for p in plans):
         return [work(p) for p in plans]
+    # Largest first (by views, a query's work grows with its patterns): a long query started last
+    # would run alone on one core at the batch's end.
+    order = sorted(range(len(plans)), key=lambda i: -len(plans[i].views))
     with ThreadPoolExecutor(min(len(plans), os.cpu_count() or 1)) as pool:
-        return list(pool.map(work, plans))
+        done = dict(zip(order, pool.map(work, [plans[i] for i in order])))
+    return [done[i] for i in range(len(plans))]
 
 
 def zset_engine(name: str, spark: SparkSource, read_arrow: Callable[[str], pa.Table],

@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -32,6 +32,23 @@ _CDF_ON = {"delta.enableChangeDataFeed": "true"}
 _PINNED_CACHE = 256
 _KNOWN_ROWS = 200_000      # the largest table whose rows are kept in memory
 _WRITERS = 4               # commits made at once by :meth:`DeltaRsStore.concurrently`
+
+
+_pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool(kind: str, size: int) -> ThreadPoolExecutor:
+    """The process's pool of ``kind`` (commits or file reads), started on first use and again in a
+    forked child (whose copy of a pool has no threads). A batch makes hundreds of small reads and
+    commits; a pool of their own for each started more threads than the work they did needed.
+    Neither kind of task submits to a pool, so tasks never wait on one another."""
+    with _pools_lock:
+        pid, pool = _pools.get(kind, (None, None))
+        if pool is None or pid != os.getpid():
+            pool = ThreadPoolExecutor(size, thread_name_prefix=f"lakegraph-{kind}")
+            _pools[kind] = (os.getpid(), pool)
+        return pool
 
 
 def quote(column: str) -> str:
@@ -255,8 +272,8 @@ class DeltaRsStore:
             for write in writes:
                 write()
             return
-        with ThreadPoolExecutor(min(_WRITERS, len(writes))) as pool:
-            futures = [pool.submit(write) for write in writes]
+        futures = [_pool("writers", _WRITERS).submit(write) for write in writes]
+        wait(futures)                       # all of them, even when one fails
         for future in futures:
             future.result()
 
@@ -387,8 +404,7 @@ class DeltaRsStore:
         if not files:
             table = pa.Table.from_batches([], schema)
         else:
-            with ThreadPoolExecutor(pa.io_thread_count()) as pool:
-                parts = list(pool.map(read, files))
+            parts = list(_pool("readers", pa.io_thread_count()).map(read, files))
             table = pa.concat_tables([part for part, _ in parts])
             with self._counting:
                 self.reads.file_rows += table.num_rows
