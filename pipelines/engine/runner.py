@@ -243,7 +243,11 @@ class Runner:
         # are cut depends on bronze alone, not on when it was read (a re-run after a crash cuts
         # them where an uninterrupted run did).
         chains = any(p.output_stream for p in plans)
+        read_at = None          # bronze's version when a read's rows were all run
         while room():
+            if read_at is not None and self.store.version(BRONZE) == read_at:
+                break                           # nothing committed to bronze since: no new rows
+            version = self.store.version(BRONZE)
             last = self.log.last_done()
             rows = self._pending_rows(last)
             if rows.num_rows == 0:
@@ -262,6 +266,7 @@ class Runner:
                 last = self.log.last_done()
                 if chains:
                     break
+            read_at = version if rows.num_rows == 0 else None
         return ran
 
     def _rows_of(self, record: BatchRecord) -> pa.Table:
