@@ -249,12 +249,14 @@ _LOG_COLUMNS = ["ingest_id", "path", "sha256", "format", "last_seq"]
 def recover(store: TableStore) -> pa.Table:
     """Bring quarantine and bronze back in line with the ingest log after a crash (call it under
     the lock); returns the ingest log's identity columns as they are after the repair."""
-    log = store.read_arrow(INGEST_LOG, columns=_LOG_COLUMNS)
+    # read whole (a row per file): a store keeps a table read whole, and its own appends to it, in
+    # memory, so a process that ingests file after file does not read the log's files each time
+    log = store.read_arrow(INGEST_LOG).select(_LOG_COLUMNS)
     last = _max(log, "ingest_id")
     landed = store.committed(BRONZE, APP) or 0
     if landed > last:
         _finish_log(store, landed)
-        log = store.read_arrow(INGEST_LOG, columns=_LOG_COLUMNS)
+        log = store.read_arrow(INGEST_LOG).select(_LOG_COLUMNS)
         last = landed
     if (store.committed(QUARANTINE, APP) or 0) > last:
         stale = store.read_arrow(QUARANTINE, columns=["ingest_id"])
