@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -66,3 +67,15 @@ def machine_info(spark: SparkSession | None) -> dict:
                      "spark_driver_memory": conf.get("spark.driver.memory", "default"),
                      "spark_shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions")})
     return info
+
+
+def speed_probe() -> float:
+    """Milliseconds a fixed pure-Python loop takes now, lower is faster. The bench machine is a
+    shared virtual one whose speed drifts (the same loop took 0.7 to 1.3 s within minutes): a
+    ratio between two systems measured one after the other holds only as well as this figure
+    held around them, so it is recorded before and after each measurement."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(2_000_000):
+        total += i
+    return (time.perf_counter() - start) * 1000

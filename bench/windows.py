@@ -58,7 +58,7 @@ from views.sparql import parse_query
 
 from .__main__ import _Parser, _ints, _positive
 from .lubm import Triple, generate
-from .machine import machine_info
+from .machine import machine_info, speed_probe
 from .measure import commits
 from .runner import QUERY_DIR, RESULTS_DIR, Disagreement, Records, run_command
 from .systems import BenchQuery, _quads, bgp_sql
@@ -420,12 +420,15 @@ def measure_window(settings: Settings, stream: Stream, queries: list[BenchQuery]
     plans = [windowed_plan(q, range_s, settings.step_s) for q in queries]
     windows = stream.windows(range_s * 1000, settings.step_s * 1000)
     lake = work / f"lake-{range_s}s"
+    probe = speed_probe()
     run = run_lakegraph(stream, plans, lake, spark)
-    measured = [{**_lakegraph_record(range_s, stream, run, len(windows)), "load_1m": os.getloadavg()[0]}]
+    measured = [{**_lakegraph_record(range_s, stream, run, len(windows)), "load_1m": os.getloadavg()[0],
+                 "probe_ms": [probe, speed_probe()]}]
     log(f"{range_s}s: lakegraph {run.ingest_s + run.run_s:.1f}s for {len(windows)} windows x {len(plans)} queries")
+    probe = speed_probe()
     oxigraph = run_oxigraph(stream, queries, windows)
     measured.append({**_reevaluation_record("oxigraph", range_s, stream, oxigraph, len(windows)),
-                     "load_1m": os.getloadavg()[0]})
+                     "load_1m": os.getloadavg()[0], "probe_ms": [probe, speed_probe()]})
     log(f"{range_s}s: pyoxigraph {measured[-1]['seconds']:.1f}s")
     sparked = Reevaluation()
     if settings.spark_windows:

@@ -82,12 +82,22 @@ def _cpu(records: list[dict]) -> list[str]:
     """CPU seconds of lakegraph and pyoxigraph (every thread of the bench's process): less
     sensitive than wall time to other processes on the machine. Spark's run in its JVM, uncounted."""
     lake, ox = _by_window(records, "lakegraph"), _by_window(records, "oxigraph")
-    rows = [[f"{w} s", f"{lake[w]['cpu_s']:.1f}", f"{ox[w]['cpu_s']:.1f}", f"{ox[w]['cpu_s'] / lake[w]['cpu_s']:.2f}x"]
+    rows = [[f"{w} s", f"{lake[w]['cpu_s']:.1f}", f"{ox[w]['cpu_s']:.1f}", f"{ox[w]['cpu_s'] / lake[w]['cpu_s']:.2f}x",
+             _probes(lake[w]), _probes(ox[w])]
             for w in sorted(lake) if lake[w].get("cpu_s") and ox.get(w, {}).get("cpu_s")]
     if not rows:
         return []
-    return ["CPU seconds (all threads of the process; less sensitive to other load than wall time):", "",
-            *_table(["window", "lakegraph", "pyoxigraph", "lakegraph ÷ pyoxigraph"], rows), ""]
+    return ["CPU seconds (all threads of the process; less sensitive to other load than wall time), and the "
+            "host's speed around each measurement (ms for a fixed Python loop before → after, lower is "
+            "faster: this shared machine's speed drifts, and a ratio of two measurements holds only as well "
+            "as their probes agree):", "",
+            *_table(["window", "lakegraph", "pyoxigraph", "lakegraph ÷ pyoxigraph", "probe around lakegraph",
+                     "probe around pyoxigraph"], rows), ""]
+
+
+def _probes(record: dict) -> str:
+    probes = record.get("probe_ms")
+    return f"{probes[0]:.0f} → {probes[1]:.0f}" if probes else "·"
 
 
 def _per_query(records: list[dict], queries: list[str]) -> list[str]:
