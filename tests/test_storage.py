@@ -227,3 +227,20 @@ def test_app_transaction_makes_a_retried_delete_a_no_op(store):
     assert store.delete("t", "k = 'a'", Txn("job", 2)) is False
     assert rows(store.read_arrow("t")) == {"a": 1, "b": 1}
     assert store.committed("t", "job") == 2 and store.committed("t", "other") is None
+
+
+def test_another_writers_commits_and_transactions_are_seen(store, spark, tmp_path):
+    """A store keeps each table's newest state and the app transactions its own commits carried;
+    another process's commit (here another store on the same lake) must still be seen by its next
+    read and by its exactly-once check: the cache is refreshed when the log has a newer commit."""
+    other = open_store(str(tmp_path / "lake"), spark, backend=store.backend)
+    store.create("t", SCHEMA)
+    assert store.append("t", pa.table({"k": ["a"], "_mult": [1]}, schema=SCHEMA), Txn("app", 1))
+    assert rows(store.read_arrow("t")) == {"a": 1}
+    assert other.append("t", pa.table({"k": ["b"], "_mult": [1]}, schema=SCHEMA), Txn("app", 2))
+    assert rows(store.read_arrow("t")) == {"a": 1, "b": 1}
+    assert store.version("t") == other.version("t") == 2
+    assert not store.append("t", pa.table({"k": ["c"], "_mult": [1]}, schema=SCHEMA), Txn("app", 2))
+    assert store.append("t", pa.table({"k": ["c"], "_mult": [1]}, schema=SCHEMA), Txn("app", 3))
+    assert not other.append("t", pa.table({"k": ["c"], "_mult": [1]}, schema=SCHEMA), Txn("app", 3))
+    assert rows(other.read_arrow("t")) == {"a": 1, "b": 1, "c": 1}
