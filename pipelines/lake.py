@@ -177,12 +177,6 @@ class BatchLog:
         unfinished = pc.invert(pc.is_in(planned["batch"], self._rows("done")["batch"]))
         return self._last(planned.filter(unfinished))
 
-    def done(self, batch: int) -> BatchRecord:
-        for record in self.records("done"):
-            if record.batch == batch:
-                return record
-        raise LookupError(f"batch {batch} has not completed")
-
     def write(self, record: BatchRecord) -> None:
         app = "batch-plan" if record.status == "planned" else "batch-done"
         self.store.append(BATCHES, pa.Table.from_pylist([record.row()], schema=S.BATCHES),

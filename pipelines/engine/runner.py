@@ -245,9 +245,9 @@ class Runner:
         chains = any(p.output_stream for p in plans)
         read_at = None          # bronze's version when a read's rows were all run
         while room():
-            if read_at is not None and self.store.version(BRONZE) == read_at:
-                break                           # nothing committed to bronze since: no new rows
             version = self.store.version(BRONZE)
+            if version == read_at:
+                break                           # nothing committed to bronze since: no new rows
             last = self.log.last_done()
             rows = self._pending_rows(last)
             if rows.num_rows == 0:
