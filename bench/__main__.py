@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from .runner import QUERY_DIR, RESULTS_DIR, Config, Disagreement
+from .runner import OTHERS, QUERY_DIR, RESULTS_DIR, Config, Disagreement
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,6 +55,18 @@ def _queries(text: str) -> list[Path]:
     return paths
 
 
+def _others(text: str) -> list[str]:
+    """The systems beside lakegraph: at least one, which lakegraph's answers are checked against."""
+    names = [n.strip() for n in text.split(",") if n.strip() and n.strip() != "lakegraph"]
+    unknown = [n for n in names if n not in OTHERS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"no system {unknown[0]!r} (systems: lakegraph, {', '.join(OTHERS)})")
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one system besides lakegraph: its answers are checked "
+                                         "against it after every batch")
+    return names
+
+
 def build_parser() -> argparse.ArgumentParser:
     defaults = Config()
     p = _Parser(prog="python -m bench", description="lakegraph against a Spark and a DuckDB full recompute and "
@@ -76,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=defaults.seed, help="generator seed (default 0)")
     p.add_argument("--queries", type=_queries, default=defaults.queries, metavar="Q,Q",
                    help="bench query names or .rq paths (default: every query in bench/queries)")
+    p.add_argument("--systems", type=_others, default=list(OTHERS), metavar="S,S",
+                   help=f"the systems to run beside lakegraph (default {','.join(OTHERS)}); at 10M triples "
+                        "all four do not fit in 24 GB, e.g. --systems duckdb")
     p.add_argument("--separate", action="store_true",
                    help="one lake per query (per-query lakegraph figures; replays the stream per query)")
     p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory (default bench/results)")
@@ -108,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     config = Config(scales=args.scales, departments=args.departments, batch_sizes=args.batch_sizes,
                     batches=args.batches, warmup=args.warmup, floor_batches=args.floor_batches,
                     delete_ratio=args.delete_ratio, seed=args.seed, queries=args.queries, separate=args.separate,
-                    engine=args.engine, storage=args.storage,
+                    engine=args.engine, storage=args.storage, others=args.systems,
                     out=args.out, work=args.work)
     if args.generate_only:
         _generate_only(config, args.generate_only)

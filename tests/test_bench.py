@@ -41,7 +41,8 @@ def test_help_lists_every_option(capsys):
         main(["--help"])
     assert exit_info.value.code == 0
     usage = capsys.readouterr().out
-    for option in ("--scales", "--batch-sizes", "--batches", "--engine", "--separate", "--queries", "--out"):
+    for option in ("--scales", "--batch-sizes", "--batches", "--engine", "--separate", "--queries", "--systems",
+                   "--out"):
         assert option in usage
 
 
@@ -51,6 +52,27 @@ def test_bad_option_is_one_line_and_non_zero(capsys):
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.strip().splitlines() == [
         "bench: error: argument --batch-sizes: expected positive integers, comma-separated, got '10,0'"]
+
+
+def test_systems_must_name_one_to_check_lakegraph_against(capsys):
+    for given, error in (("foo", "no system 'foo' (systems: lakegraph, recompute, duckdb, oxigraph)"),
+                         ("lakegraph", "name at least one system besides lakegraph: its answers are checked "
+                                       "against it after every batch")):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["--systems", given])
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.strip().splitlines() == [f"bench: error: argument --systems: {error}"]
+
+
+def test_a_run_with_fewer_systems_checks_and_reports_those(spark, tmp_path):
+    """At 10M triples the four systems do not fit one machine: ``--systems duckdb`` runs lakegraph
+    against DuckDB alone, still checked after every batch, and the report leaves the others blank."""
+    out = tmp_path / "results"
+    config = Config(scales=[1], departments=1, batch_sizes=[30], batches=1, warmup=0, floor_batches=0,
+                    queries=[QUERY_DIR / "q6.rq"], others=["duckdb"], out=out, work=tmp_path / "work")
+    records = run_benchmark(config, spark, log=lambda _line: None)
+    assert sorted(r["system"] for r in records if r["kind"] == "batch") == ["duckdb", "lakegraph"]
+    assert write_report(records, out) and "| all |" in (out / "results.md").read_text()
 
 
 def test_smoke_four_systems_agree_and_outputs_exist(spark, tmp_path):
