@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _generate_only(config: Config, target: Path) -> None:
     from .runner import write_landing
 
-    files = write_landing(config, config.scales[0], target)
+    files = write_landing(config, config.scales[0], target, [])
     batches = len(files.warmups) + len(files.planned) + len(files.floors)
     print(f"wrote {files.triples} triples to {files.initial} and {batches} landing files to {target / 'landing'}")
 

@@ -174,7 +174,9 @@ def run_benchmark(config: Config, spark: SparkSession, log: Callable[[str], None
 @dataclass
 class Landing:
     """One scale's files, written once and replayed to every system: the initial graph, the
-    warm-up, measured and floor batches; and the graph the stream leaves behind."""
+    warm-up, measured and floor batches; and the size of the graph the stream leaves behind, whole
+    and the part each group of queries can match (the graph itself is not kept: at 10M triples
+    the set took gigabytes the systems needed)."""
 
     initial: Path
     triples: int
@@ -182,11 +184,13 @@ class Landing:
     planned: list[Planned]
     floors: list[Path]
     floor_size: int
-    final_graph: set[tuple[str, str, str]]
+    final_triples: int
+    matchable: list[int]
 
 
-def write_landing(config: Config, scale: int, root: Path) -> Landing:
-    """Generate the data and the stream of ``scale`` and write them under ``root``."""
+def write_landing(config: Config, scale: int, root: Path, groups: list[list[BenchQuery]]) -> Landing:
+    """Generate the data and the stream of ``scale`` and write them under ``root``; ``groups``: the
+    query groups whose matchable share of the final graph is counted."""
     dataset = generate(scale, config.departments, config.seed)
     stream = UpdateStream(dataset, config.seed, config.delete_ratio)
     initial = write_ntriples(root / "initial.nt", dataset.triples)
@@ -202,16 +206,17 @@ def write_landing(config: Config, scale: int, root: Path) -> Landing:
     floor_size = max(config.batch_sizes)
     floors = [writer.write(landing / f"floor_{j:03d}.jsonl", stream.unrelated_batch(floor_size, str(j)))
               for j in range(config.floor_batches)]
-    return Landing(initial, len(dataset.triples), warmups, planned, floors, floor_size, stream.graph)
+    counts = [matchable(stream.graph, [p for q in group for p in q.query.patterns]) for group in groups]
+    return Landing(initial, len(dataset.triples), warmups, planned, floors, floor_size, len(stream.graph), counts)
 
 
 def _run_scale(config: Config, spark: SparkSession, scale: int, groups: list[list[BenchQuery]],
                root: Path, records: Records, say: Callable[[str], None]) -> None:
-    files = write_landing(config, scale, root)
+    files = write_landing(config, scale, root, groups)
     base = {"scale": scale, "departments": config.departments, "triples": files.triples}
     say(f"scale {scale}: {files.triples} triples, {len(files.warmups)} warm-up, {len(files.planned)} measured "
         f"and {len(files.floors)} floor batch(es)")
-    for group in groups:
+    for group, group_matchable in zip(groups, files.matchable):
         label = "all" if len(groups) == 1 else group[0].name
         gbase = {**base, "group": label, "queries": [q.name for q in group]}
         makers: dict[str, Callable[[], System]] = {"recompute": lambda: SparkRecompute(spark, root / f"recompute_{label}"),
@@ -244,10 +249,8 @@ def _run_scale(config: Config, spark: SparkSession, scale: int, groups: list[lis
                          **_record(timing)})
             say(f"  [{label}] floor batch {j}: {timing.seconds:.2f}s")
             check(systems, group, f"scale {scale}, floor batch {j} ({path.name})")
-        patterns = [p for q in group for p in q.query.patterns]
         records.add({"kind": "state", **gbase, "sizes": lake_sizes(root / f"lake_{label}"),
-                     "final_triples": len(files.final_graph),
-                     "matchable_triples": matchable(files.final_graph, patterns),
+                     "final_triples": files.final_triples, "matchable_triples": group_matchable,
                      "answers": {q.name: sum(systems[-1].answers(q.name).values()) for q in group}})
         for system in systems:
             system.close()
