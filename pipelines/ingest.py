@@ -291,6 +291,8 @@ def _rejected(parsed: ParseResult, chunk: Chunk | None, failures: dict[int, list
     """Bad lines for the messages the bronze suite rejected, with the original line as raw text
     when ``chunk`` holds it (Turtle has no line per triple, and a patch transaction's rows may
     come from earlier chunks: their raw text is the triple itself)."""
+    if not failures:
+        return []
     lines = split_lines(chunk.data) if chunk is not None and parsed.line_based else []
     bad = []
     for index, why in failures.items():

@@ -103,6 +103,9 @@ _IRI_BAD = re.compile(f"[{_IRI_EXCLUDED}]")
 _PLAIN_IRI = re.compile(f"<{IRI_BODY}>")
 #: A simple literal with nothing to escape: already canonical.
 _PLAIN_STRING = re.compile('"[^"\\\\\x00-\x1f\x7f\ud800-\udfff]*"')
+#: The terms :func:`canonical_nt` returns as they are (a plain IRI or a plain simple literal), as
+#: one RE2 pattern: a column's terms are checked in Arrow, and only the others reach Python.
+CANONICAL_AS_IS = rf'^(?:<{IRI_BODY}>|"[^"\\\x00-\x1f\x7f]*")$'
 _BNODE_LABEL = re.compile(
     r"[A-Za-z0-9_\u00B7-\U000EFFFF]([A-Za-z0-9_\-.\u00B7-\U000EFFFF]*[A-Za-z0-9_\-\u00B7-\U000EFFFF])?")
 _LANG = re.compile(r"[a-zA-Z]+(-[a-zA-Z0-9]+)*")

@@ -1,10 +1,13 @@
 """RDF terms: parsing, validation reasons, the canonical N-Triples form and SPARQL JSON."""
 from __future__ import annotations
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
-from schemas.terms import RDF_LANGSTRING, XSD, XSD_STRING, Term, TermError, parse_term, read_term, \
-    term_to_sparql_json
+from schemas.formats.base import per_distinct
+from schemas.terms import CANONICAL_AS_IS, RDF_LANGSTRING, XSD, XSD_STRING, Term, TermError, canonical_nt, \
+    parse_term, read_term, term_to_sparql_json
 
 INT = f"<{XSD}integer>"
 
@@ -38,6 +41,24 @@ def test_parse_term(text, kind, value, datatype, lang):
 def test_canonical_form(text, canonical):
     assert parse_term(text).nt == canonical
     assert parse_term(canonical).nt == canonical          # canonical is a fixed point
+
+
+def test_terms_matched_in_arrow_as_canonical_are_canonical():
+    """The readers pass a term matching CANONICAL_AS_IS through without parsing it, so each one
+    must be canonical already; and a column canonicalised that way equals one done term by term."""
+    terms = ["<http://ex.org/a>", '"plain"', '"café"', "<http://ex.org/é>", '"x"@EN', f'"a"^^<{XSD}string>',
+             '"tab\\there"', "<http://ex.org/\\u0041>", "_:b1", f'"01"^^{INT}', '"\x7f"', "<relative>",
+             "<http://ex.org/a b>", '"two"\n', "<http://ex.org/a>\n", '""', "<urn:x>"]
+    matched = pc.match_substring_regex(pa.array(terms), CANONICAL_AS_IS).to_pylist()
+    assert matched == [True, True, True, True, False, False, False, False, False, False, False, False, False,
+                       False, False, True, True]
+    for term, as_is in zip(terms, matched):
+        if as_is:
+            assert canonical_nt(term) == term
+    good = [t for t in terms if "\n" not in t and t not in ("<relative>", "<http://ex.org/a b>", '"\x7f"')]
+    column = pa.array(good * 2 + [None])
+    assert per_distinct(column, canonical_nt, CANONICAL_AS_IS).to_pylist() == \
+        [canonical_nt(t) for t in good * 2] + [None]
 
 
 def test_equal_terms_compare_equal():

@@ -110,13 +110,23 @@ class ParseResult:
         return self.count + 1
 
 
-def per_distinct(column: pa.Array | pa.ChunkedArray, function: Callable[[str], str | None]) -> pa.Array:
+def per_distinct(column: pa.Array | pa.ChunkedArray, function: Callable[[str], str | None],
+                 as_is: str | None = None) -> pa.Array:
     """``function`` applied once per distinct value of a string ``column`` (nulls stay null): a
-    stream repeats its terms, and a term is canonicalised in Python."""
+    stream repeats its terms, and a term is canonicalised in Python. ``as_is``: an RE2 pattern of
+    the values ``function`` returns unchanged, matched in Arrow so that only the others (most
+    terms are plain IRIs) cost a Python call."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     encoded = pc.dictionary_encode(column)
-    return pa.array([function(v) for v in encoded.dictionary.to_pylist()], pa.string()).take(encoded.indices)
+    values = encoded.dictionary
+    if as_is is None:
+        mapped = pa.array([function(v) for v in values.to_pylist()], pa.string())
+    else:
+        other = pc.invert(pc.match_substring_regex(values, as_is))
+        changed = [function(v) for v in values.filter(other).to_pylist()]
+        mapped = pc.replace_with_mask(values, other, pa.array(changed, pa.string())) if changed else values
+    return mapped.take(encoded.indices)
 
 
 def split_lines(data: bytes) -> list[bytes]:

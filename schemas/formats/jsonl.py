@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from schemas.terms import TermError, canonical_nt
+from schemas.terms import CANONICAL_AS_IS, TermError, canonical_nt
 
 from .base import MESSAGE_COLUMNS, BadLine, Message, ParseResult, counted_lines, parse_stream, parse_time, per_distinct
 
@@ -84,7 +84,7 @@ def _read_natively(data: bytes, first_line: int) -> pa.Table | None:
                 and pc.all(pc.match_substring_regex(read["time"], _ISO_TIME)).as_py()):
             return None
         times = pc.cast(read["time"], MESSAGE_COLUMNS.field("event_time").type)
-        terms = {name: per_distinct(read[name], canonical_nt) for name in ("s", "p", "o")}
+        terms = {name: per_distinct(read[name], canonical_nt, CANONICAL_AS_IS) for name in ("s", "p", "o")}
         streams = per_distinct(read["stream"], parse_stream)        # nulls stay null
     except (pa.ArrowInvalid, UnicodeDecodeError, TermError, ValueError):
         return None

@@ -12,7 +12,7 @@ from typing import Mapping
 import pyarrow as pa
 import pyoxigraph as ox
 
-from schemas.terms import Term, TermError, canonical_nt, read_term
+from schemas.terms import CANONICAL_AS_IS, Term, TermError, canonical_nt, read_term
 
 from .base import MESSAGE_COLUMNS, BadLine, Message, ParseResult, counted_lines, per_distinct, split_lines
 
@@ -91,7 +91,7 @@ def _read_natively(data: bytes, fmt: str, first_line: int) -> ParseResult | None
         return None
     spelled = ([str(q.subject) for q in quads], [str(q.predicate) for q in quads], [str(q.object) for q in quads])
     try:
-        terms = [per_distinct(pa.array(column, pa.string()), canonical_nt) for column in spelled]
+        terms = [per_distinct(pa.array(column, pa.string()), canonical_nt, CANONICAL_AS_IS) for column in spelled]
     except TermError:
         return None
     n = len(quads)
