@@ -110,6 +110,22 @@ def test_parquet_files_are_appended_in_one_commit_once(store, tmp_path):
     assert store.append_parquet("t", [again], Txn("ingest", 1)) is False and os.path.exists(again)
 
 
+def test_a_spark_frame_is_appended_in_one_commit_once_whatever_its_size(store, spark):
+    """A frame Spark computed (a registration's backfill) is appended without being collected to
+    the driver on delta-rs; every backend keeps the rows, the types and the exactly-once rule, an
+    empty frame included."""
+    store.create("t", SCHEMA)
+    frame = spark.createDataFrame([(f"k{i}", i) for i in range(1000)], "k string, _mult int").repartition(3)
+    assert store.append("t", frame, Txn("job", 1)) is True
+    assert store.append("t", frame, Txn("job", 1)) is False
+    assert store.append("t", spark.createDataFrame([], "k string, _mult long"), Txn("job", 2)) is True
+    assert store.version("t") == 2 and store.committed("t", "job") == 2
+    table = store.read_arrow("t")
+    assert table.schema == store.schema("t") and rows(table) == {f"k{i}": i for i in range(1000)}
+    assert not os.path.exists(os.path.join(store.root, "_spark_out")) or not os.listdir(
+        os.path.join(store.root, "_spark_out"))
+
+
 def test_overwrite_replaces_every_row_once_per_txn(store):
     store.create("t", SCHEMA)
     store.append("t", pa.table({"k": ["a", "b"], "_mult": [1, 1]}, schema=SCHEMA))
