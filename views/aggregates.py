@@ -17,7 +17,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from .expressions import Form, evaluate, form_from_json, form_text, form_variables
+from .expressions import Form, UnsupportedExpression, compile_condition, evaluate, form_from_json, form_text, \
+    form_variables
 from .filters import TRUE, filter_sql
 from .model import And, Expr
 
@@ -75,7 +76,9 @@ class Grouping:
 
 @dataclass(frozen=True)
 class Aggregation:
-    """A plan's aggregation: the grouping with HAVING compiled to Spark SQL over the answer rows."""
+    """A plan's aggregation: the grouping with HAVING compiled to Spark SQL over the answer rows,
+    and to the form :func:`views.expressions.holds` decides in process where it can
+    (``having_form``, None when HAVING is not only comparisons)."""
 
     group_by: tuple[str, ...]
     calls: tuple[AggregateCall, ...]
@@ -84,6 +87,7 @@ class Aggregation:
     computed: tuple[Computed, ...] = ()
     distinct: bool = False
     running: bool = False       # kept as running sums (views.running), not recomputed from the bag
+    having_form: Form | None = None
 
     @property
     def linear(self) -> bool:
@@ -143,7 +147,8 @@ class Aggregation:
         return cls(group_by=tuple(data["group_by"]), calls=tuple(AggregateCall(**c) for c in data["calls"]),
                    having_sql=data["having_sql"], keys=computed(data.get("keys", [])),
                    computed=computed(data.get("computed", [])), distinct=data.get("distinct", False),
-                   running=data.get("running", False))
+                   running=data.get("running", False),
+                   having_form=form_from_json(data["having_form"]) if data.get("having_form") else None)
 
     def explain(self, bag: str, sums: str) -> list[str]:
         """Lines for ``lakegraph explain``: the groups, the state tables and how a batch runs (HAVING
@@ -174,4 +179,10 @@ def aggregation_plan(grouping: Grouping, windowed: bool = False) -> Aggregation:
         return plan
     having = grouping.having[0] if len(grouping.having) == 1 else And(grouping.having)
     sql = filter_sql(having, set(plan.columns))
-    return replace(plan, having_sql=None if sql == TRUE else sql)
+    if sql == TRUE:
+        return plan
+    try:
+        form = compile_condition(having)
+    except UnsupportedExpression:
+        form = None
+    return replace(plan, having_sql=sql, having_form=form)

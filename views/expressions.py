@@ -13,13 +13,19 @@ value unbound, as SPARQL's Extend does.
 A plan holds an expression in a compiled form, :data:`Form`: nested tuples ``("var", name)``,
 ``("const", term)``, ``("unbound",)``, ``(op, arg, ...)`` for arithmetic and ``(function, arg)``,
 stored in the plan's JSON as lists.
+
+A HAVING condition is compiled to Spark SQL with the FILTERs, and also, when it is ``&& || !`` over
+comparisons (``(op, left, right)``, ``op`` one of ``= != < <= > >=``), to a form :func:`holds`
+decides in process wherever both sides of every comparison it reaches are integers (the usual
+``HAVING (COUNT(?x) >= 100)``): a few answer rows then cost no Spark job. Elsewhere :func:`holds`
+raises :class:`Undecided` and the SQL decides, so both give the same rows.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from .model import And, Arith, Call, Compare, Const, Expr, Not, Or, Unbound, Var
-from .numbers import arithmetic, negate, number, spell
+from .model import COMPARISONS, And, Arith, Call, Compare, Const, Expr, Not, Or, Unbound, Var
+from .numbers import INTEGER, arithmetic, negate, number, spell
 from .terms import literal, split_literal
 
 Form = tuple
@@ -27,6 +33,16 @@ Form = tuple
 
 class UnsupportedExpression(ValueError):
     """An expression outside what :func:`evaluate` computes; the message names the construct."""
+
+
+class Undecided(Exception):
+    """A comparison :func:`holds` leaves to the FILTER semantics of :mod:`views.filters`."""
+
+
+#: Integers compared in process stay below this magnitude: the SQL compares them as DECIMAL(38,18).
+_INTEGER_LIMIT = 10 ** 19
+_ORDER = {"=": lambda x, y: x == y, "!=": lambda x, y: x != y, "<": lambda x, y: x < y,
+          "<=": lambda x, y: x <= y, ">": lambda x, y: x > y, ">=": lambda x, y: x >= y}
 
 
 def _str(term: str) -> str | None:
@@ -61,13 +77,51 @@ def compile_expr(expr: Expr) -> Form:
     raise UnsupportedExpression(_construct(expr))
 
 
+def compile_condition(expr: Expr) -> Form:
+    """The form :func:`holds` decides of a condition: ``&&``, ``||`` and ``!`` over comparisons of
+    expressions :func:`compile_expr` takes; else :class:`UnsupportedExpression`."""
+    if isinstance(expr, (And, Or)):
+        return ("&&" if isinstance(expr, And) else "||", *(compile_condition(a) for a in expr.args))
+    if isinstance(expr, Not):
+        return ("!", compile_condition(expr.arg))
+    if isinstance(expr, Compare):
+        return (expr.op, compile_expr(expr.left), compile_expr(expr.right))
+    raise UnsupportedExpression(_construct(expr))
+
+
+def holds(form: Form, row: Mapping[str, str | None]) -> bool | None:
+    """A condition's value over ``row``: True, False or None (an error), with SPARQL's
+    three-valued ``&& || !``. A comparison with an unbound side is an error; one of two integers
+    compares their values; any other raises :class:`Undecided`."""
+    kind = form[0]
+    if kind == "!":
+        value = holds(form[1], row)
+        return None if value is None else not value
+    if kind in ("&&", "||"):
+        values = [holds(arg, row) for arg in form[1:]]
+        decisive = kind == "||"             # the value one argument decides the whole by
+        if decisive in values:
+            return decisive
+        return None if None in values else not decisive
+    if kind not in COMPARISONS:
+        raise ValueError(f"not a condition: {kind!r}")
+    left, right = evaluate(form[1], row), evaluate(form[2], row)
+    if left is None or right is None:
+        return None
+    a, b = number(left), number(right)
+    if a is None or b is None or a.rank != INTEGER or b.rank != INTEGER \
+            or abs(a.value) >= _INTEGER_LIMIT or abs(b.value) >= _INTEGER_LIMIT:
+        raise Undecided(kind)
+    return _ORDER[kind](a.value, b.value)
+
+
 def _construct(expr: Expr) -> str:
     """How a message names an expression's top construct."""
     if isinstance(expr, Call):
         return f"{expr.name}()"
     if isinstance(expr, Compare):
         return f"the comparison {expr.op}"
-    return {And: "&&", Or: "||", Not: "!"}[type(expr)]
+    return {And: "&&", Or: "||", Not: "!", Var: "a variable's value as a condition"}.get(type(expr), "the expression")
 
 
 def form_from_json(data: Any) -> Form:
