@@ -220,7 +220,8 @@ def _run_scale(config: Config, spark: SparkSession, scale: int, groups: list[lis
         label = "all" if len(groups) == 1 else group[0].name
         gbase = {**base, "group": label, "queries": [q.name for q in group]}
         makers: dict[str, Callable[[], System]] = {"recompute": lambda: SparkRecompute(spark, root / f"recompute_{label}"),
-                                                   "duckdb": DuckDBRecompute, "oxigraph": Oxigraph}
+                                                   "duckdb": lambda: DuckDBRecompute(root / f"duckdb_{label}"),
+                                                   "oxigraph": Oxigraph}
         systems: list[System] = [Lakegraph(spark, root / f"lake_{label}", config.engine, config.storage),
                                  *(makers[name]() for name in OTHERS if name in config.others)]
         for system in systems:
