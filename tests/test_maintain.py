@@ -58,7 +58,11 @@ def test_compaction_keeps_answers_and_time_travel_and_is_not_new_data(lake, spar
     store = lake.copy(tmp_path / "lake")
     before = _answers_by_batch(store)
     bronze_head = store.version(BRONZE)
+    left = tmp_path / "lake" / "_spark_out" / "killed"          # a Spark append killed before its commit
+    left.mkdir(parents=True)
+    (left / "part-0.parquet").write_bytes(b"never committed")
     report = maintain(store)
+    assert not (tmp_path / "lake" / "_spark_out").exists()
     compacted = {t.table for t in report.tables if t.files_removed > 1}
     assert {"bronze", "batches", "ingest_log"} <= compacted
     ordered = {t.table: t.note for t in report.tables if t.note.startswith("Z-ordered")}

@@ -17,7 +17,8 @@ those files:
   commit time of that version, which keeps exactly the files a version from then on can reference.
 
 An interrupted batch is refused outright: its re-run reads state tables at the versions its plan
-recorded, which a forced vacuum could remove.
+recorded, which a forced vacuum could remove. Files a killed Spark append left uncommitted under
+``<lake>/_spark_out/`` are removed first (both locks are held: no append is under way).
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ from schemas.tables import MULT
 from .. import catalog
 from ..engine.bgp import state_tables
 from ..lake import BATCHES, BRONZE, QUERIES, BatchLog, now
-from ..storage import TableStore
+from ..storage import TableStore, clear_spark_out
 from ..storage.lock import ingesting, writer
 
 #: How far back time travel is guaranteed (Delta's own default for deleted-file retention).
@@ -127,6 +128,7 @@ def _maintain(store: TableStore, retention_hours: int) -> MaintenanceReport:
     if store.exists(BATCHES) and (pending := BatchLog(store).pending()) is not None:
         raise MaintenanceError(f"batch {pending.batch} was interrupted; finish it with 'lakegraph run' "
                                "before maintenance")
+    clear_spark_out(store.root)
     floor = _feed_floor(store)
     keys = clustering(catalog.registered(store) if store.exists(QUERIES) else [])
     report = MaintenanceReport()

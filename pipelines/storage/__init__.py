@@ -13,7 +13,7 @@ import os
 from ..delta_jars import jars
 from ..spark import has_delta_jars, running, session
 from .base import Data, StorageError, TableNotFound, TableStore, Txn
-from .delta_rs import DeltaRsStore, quote
+from .delta_rs import DeltaRsStore, clear_spark_out, quote
 
 BACKEND_ENV = "LAKEGRAPH_STORAGE"
 BACKENDS = ("delta-rs", "delta-spark")

@@ -58,6 +58,13 @@ def _pool(kind: str, size: int) -> ThreadPoolExecutor:
         return pool
 
 
+def clear_spark_out(root: str) -> None:
+    """Remove what Spark appends left under ``<root>/_spark_out/``: the files of a process killed
+    between Spark's write and the commit, which no table references. Call it holding the lake's
+    writer lock (no append under way), as ``lakegraph maintain`` does."""
+    shutil.rmtree(os.path.join(root, SPARK_OUT), ignore_errors=True)
+
+
 def quote(column: str) -> str:
     """A column name as a DataFusion identifier (keeps case, allows any character)."""
     return '"' + column.replace('"', '""') + '"'
