@@ -180,7 +180,6 @@ class AggregateOperator:
         projection = self.plan.projection
         return consolidate(rows, projection).cast(binding_schema(projection, nullable=projection))
 
-
     def _having(self, rows: pa.Table, schema: pa.Schema) -> pa.Table:
         """The answer rows HAVING keeps: decided in process when its form decides every row (a
         count against a number), else by the engine's FILTER, a Spark job even on the Arrow engine."""
