@@ -192,7 +192,7 @@ def markdown(records: list[dict]) -> str:
              "next to the wall-clock figures, which other processes on the machine can stretch. Commits: Delta "
              "commits per batch over every table of the lake. State rows read: rows the batch read from the "
              "tables' parquet files or found in the store's memory (`store.reads`); a table the run already "
-             "holds indexed (the path operator's, `pipelines/engine/path_state.py`) is not read again.", "",
+             "holds indexed (views and the path operator's tables, `pipelines/engine/held.py`) is not read again.", "",
              "## Per query: the re-evaluating systems (ms, median)", "",
              *_per_query(records), "",
              "lakegraph maintains the eleven queries together (shared views and path views), so it has no "

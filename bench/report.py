@@ -138,9 +138,10 @@ def markdown(records: list[dict]) -> str:
     lines += ["", f"lakegraph: bronze-to-gold (`Runner.run`, engine {config.get('engine', 'auto')}: "
               f"{', '.join(engines) or '·'} ran); end-to-end adds ingest; updates/s is batch size over "
               "end-to-end time; Delta commits are those of bronze-to-gold; reads are the state rows the batch "
-              "read from parquet files (and their compressed bytes) and those the store served from memory "
-              "(the tables it read or wrote at the previous batch, in this long-lived process; a `lakegraph run` "
-              "process reads them all from files)."]
+              "read from parquet files (and their compressed bytes) and those served from memory "
+              "(the small tables the store read or wrote at the previous batch, and the rows the batch looked up "
+              "in the views the run holds indexed, `pipelines/engine/held.py`, in this long-lived process; a "
+              "`lakegraph run` process reads each table once from files, at its first batch)."]
     if not config["separate"]:
         lines += ["", "### Per query: the re-running systems (the queries share one lakegraph run)", ""]
         per_query = [[str(scale), str(size), q, *(_cell(times.get((scale, size, q, s))) for s in SYSTEMS[1:])]

@@ -149,12 +149,13 @@ class Lakegraph:
     def apply(self, batch_path: Path) -> BatchTiming:
         ingest_s = _timed(lambda: ingest_paths(self.store, [str(batch_path)]))[0]
         before, bytes_before = commits(self.lake), disk_bytes(self.lake)
-        reads = replace(self.store.reads)
+        reads, served = replace(self.store.reads), self.runner.held.served
         with spark_jobs(self.spark) as jobs:
             run_s, report = _timed(self.runner.run)
         stats = {k: sum(b.get(k, 0) for b in report.batches)
                  for k in ("messages", "noops", "view_changes", "answer_changes")}
         read = {f"{k}_read": getattr(self.store.reads, k) - getattr(reads, k) for k in asdict(reads)}
+        read["memory_rows_read"] += self.runner.held.served - served
         return BatchTiming(ingest_s + run_s, {"ingest": ingest_s, "run": run_s}, jobs.count,
                            commits(self.lake) - before, {**stats, **read, "engine_batches": len(report.batches),
                             "bytes_written": disk_bytes(self.lake) - bytes_before,

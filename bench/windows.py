@@ -53,6 +53,7 @@ from pipelines.ingest import ingest_paths
 from pipelines.lake import buffer_table, state_table, windows_table
 from pipelines.spark import LazySpark, get_spark
 from pipelines.storage import TableStore, open_store
+from pipelines.storage.spark_arrow import frame_of
 from views.plan import QueryPlan, compile_query
 from views.sparql import parse_query
 
@@ -323,7 +324,7 @@ def run_spark(spark: LazySpark, stream: Stream, queries: list[BenchQuery], windo
     def evaluate(window: Window, record: bool) -> None:
         span = stream.span(window)
         start = time.perf_counter()
-        session.createDataFrame(triples.slice(span.start, span.stop - span.start)).createOrReplaceTempView("graph")
+        frame_of(session, triples.slice(span.start, span.stop - span.start)).createOrReplaceTempView("graph")
         built = time.perf_counter()
         for query in queries:
             begin = time.perf_counter()

@@ -67,12 +67,12 @@ def enrolments(path: Path, count: int) -> Path:
 
 @pytest.fixture
 def lake(tmp_path) -> Path:
-    """The example lake with teaching registered and 60 enrolment events waiting: a run of
+    """The example lake with teaching registered and 120 enrolment events waiting: a run of
     batches of 2 takes seconds."""
     path = tmp_path / "lake"
     ok(path, "ingest", str(EXAMPLES / "landing" / "01_initial.nt"), "--time", "2026-11-23T09:00:00Z")
     ok(path, "register", str(EXAMPLES / "queries" / "teaching.rq"))
-    ok(path, "ingest", str(enrolments(tmp_path / "enrolments.jsonl", 60)))
+    ok(path, "ingest", str(enrolments(tmp_path / "enrolments.jsonl", 120)))
     return path
 
 
@@ -89,7 +89,7 @@ def test_one_writer_at_a_time_and_readers_see_whole_batches(lake, tmp_path):
     late.write_text('<http://example.org/uni/s9> <http://xmlns.com/foaf/0.1/name> "Nine" .\n')
     ingested = ok(lake, "ingest", str(late), "--time", "2026-11-23T09:00:00Z")   # beside the run
     seen = []
-    while run.poll() is None:
+    while not seen or run.poll() is None:     # at least one read, however fast the run
         seen.append(json.loads(ok(lake, "answers", "teaching", "--format", "json"))["results"]["bindings"])
     assert done(run)[0] == 0 and "ingested 1 rows" in ingested
     code, out, err = done(patient)

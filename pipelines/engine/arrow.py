@@ -37,15 +37,19 @@ class ArrowZSets:
     """:class:`pipelines.engine.zsets.ZSetEngine` on Arrow tables.
 
     ``read`` gives a state table at the batch's version; ``where`` evaluates a Spark SQL predicate
-    over an Arrow table.
+    over an Arrow table; ``find`` gives a state table's rows whose column holds one of some values
+    (by default a filter of what ``read`` gives; a run finds those of the tables it holds indexed
+    without reading them, :mod:`pipelines.engine.held`).
     """
 
     name = "arrow"
 
     def __init__(self, read: Callable[[str], pa.Table],
-                 where: Callable[[pa.Table, str], pa.Table]) -> None:
+                 where: Callable[[pa.Table, str], pa.Table],
+                 find: Callable[[str, str, pa.Array], pa.Table] | None = None) -> None:
         self._read = read
         self._where = where
+        self._find = find or self._filter
         self._tables: dict[str, pa.Table] = {}
 
     def read(self, table: str) -> pa.Table:
@@ -55,6 +59,17 @@ class ArrowZSets:
 
     def arrow(self, table: str) -> pa.Table:
         return self.read(table)
+
+    def _filter(self, table: str, column: str, values: pa.Array) -> pa.Table:
+        rows = self.read(table)
+        return rows.filter(pc.is_in(rows[column], value_set=values))
+
+    def lookup(self, table: str, frame: pa.Table, on: Sequence[tuple[str, str]]) -> pa.Table:
+        keyed = [(column, variable) for column, variable in on if variable in frame.column_names]
+        if not keyed:
+            return self.read(table)
+        column, variable = keyed[0]
+        return self._find(table, column, pc.unique(frame[variable].combine_chunks()))
 
     def from_arrow(self, table: pa.Table) -> pa.Table:
         return table

@@ -59,16 +59,17 @@ def _plus(z: ZSetEngine, old: Frame, delta: Frame | None) -> Frame:
 
 
 def _delta_sum(z: ZSetEngine, orders: Sequence[Sequence[int]], delta: Callable[[int], Frame | None],
-               old: Callable[[int], Frame]) -> Frame | None:
+               old: Callable[[int, Frame], Frame]) -> Frame | None:
     """Σ_i ΔRi joined with the other relations in ``orders[i]`` (which starts with i): the state
-    after the batch for j < i, before it for j > i. None when no relation changed."""
+    after the batch for j < i, before it for j > i. None when no relation changed. ``old(j, frame)``
+    is Rj before the batch, or as much of it as can join ``frame``."""
     terms = []
     for i, order in enumerate(orders):
         frame = delta(i)
         if frame is None:
             continue
         for j in order[1:]:
-            frame = z.join(frame, _plus(z, old(j), delta(j)) if j < i else old(j))
+            frame = z.join(frame, _plus(z, old(j, frame), delta(j)) if j < i else old(j, frame))
         terms.append(frame)
     return z.add(terms) if terms else None
 
@@ -82,7 +83,10 @@ def component_delta(z: ZSetEngine, component: Component, delta: Callable[[str], 
         frame = delta(refs[i].view)
         return None if frame is None else z.rename(frame, refs[i].bind)
 
-    rows = _delta_sum(z, component.delta_orders, changed, lambda j: z.rename(z.read(refs[j].view), refs[j].bind))
+    def before(j: int, frame: Frame) -> Frame:
+        return z.rename(z.lookup(refs[j].view, frame, refs[j].bind), refs[j].bind)
+
+    rows = _delta_sum(z, component.delta_orders, changed, before)
     return None if rows is None else z.consolidate(z.where(rows, component.filter_sql), component.variables)
 
 
@@ -99,7 +103,7 @@ def component_full(z: ZSetEngine, component: Component) -> Frame:
 def product_delta(z: ZSetEngine, deltas: Sequence[Frame | None], old: Sequence[Frame]) -> Frame | None:
     """Δ(C1 × ... × Ck) from each component's change and state before the batch."""
     orders = [(i, *(j for j in range(len(deltas)) if j != i)) for i in range(len(deltas))]
-    return _delta_sum(z, orders, deltas.__getitem__, old.__getitem__)
+    return _delta_sum(z, orders, deltas.__getitem__, lambda j, _: old[j])
 
 
 def project(z: ZSetEngine, plan: QueryPlan, rows: Frame) -> Frame:

@@ -24,6 +24,8 @@ from views.path_views import ALL
 
 #: A path's edges as Arrow triples with their event time (a windowed query's ``t`` term, or '').
 TRIPLE_SCHEMA = pa.schema([(c, pa.string()) for c in ("s", "p", "o", "t")])
+#: A lookup of at most 1/_FEW of a column's distinct values goes through the column's hash of them.
+_FEW = 16
 #: The time of an edge without one (outside windows, or only in a background graph): never expires.
 FOREVER = 2 ** 62
 
@@ -60,12 +62,21 @@ class Lookup:
         codes = encoded.indices.to_numpy(zero_copy_only=False)
         self.order = np.argsort(codes, kind="stable")
         self.starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(self.values)))])
+        self._codes: dict[str, int] | None = None
 
     def positions(self, wanted: pa.Array) -> np.ndarray:
-        """The positions of the rows whose value is in ``wanted``, in row order. The values are
-        probed against a hash of ``wanted`` (few): hashing the values instead (``index_in``) would
-        cost a hash table of every vertex per call."""
-        codes = np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
+        """The positions of the rows whose value is in ``wanted``, in row order. Few values are
+        looked up in a hash of the column's values, built on first use and kept with the index (a
+        batch's lookups each cost what they find, not the column); many are probed the other way,
+        the values against a hash of ``wanted``. (Arrow's ``index_in`` would hash every value of
+        the column at every call.)"""
+        if len(wanted) * _FEW < len(self.values):
+            if self._codes is None:
+                self._codes = {value: code for code, value in enumerate(self.values.to_pylist())}
+            found = (self._codes.get(value) for value in wanted.to_pylist())
+            codes = np.fromiter((code for code in found if code is not None), dtype=np.int64)
+        else:
+            codes = np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
         first = self.starts[codes]
         sizes = self.starts[codes + 1] - first
         gathered = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))

@@ -20,7 +20,7 @@ from ..storage import TableStore
 from ..storage.lock import writer
 from .bgp import QueryMaintainer
 from .merge_on_read import content_arrow, content_spark
-from .path_state import path_state_tables
+from .held import held_tables
 from .paths import path_backfill, path_tables
 from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
 from .step import change_rows, changes_schema, gold_schema
@@ -107,9 +107,9 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
         catalog.add(store, plan, at.batch)
         return {"batch": at.batch, "views": len(plan.views), "new_views": len(plan.views), "engine": chosen,
                 "answers": progress.answers, "windows": progress.window}
-    # a path view another query keeps is merge-on-read (:mod:`.path_state`): consolidated as read
-    paths = path_state_tables(catalog.distinct_paths([q.plan for q in active]))
-    z = zset_engine(chosen, spark, content_arrow(paths, store.read_arrow), content_spark(paths, store.read))
+    # a view another query keeps is merge-on-read (:mod:`.held`): consolidated as read
+    held = held_tables([q.plan for q in active])
+    z = zset_engine(chosen, spark, content_arrow(held, store.read_arrow), content_spark(held, store.read))
     new_views = [v for v in plan.views if v.id not in in_use]
     if new_views:
         _fill_views(store, z, at, new_views)

@@ -32,7 +32,8 @@ from ..storage.lock import writer
 from .arrow import ArrowZSets
 from .bgp import state_tables
 from .merge_on_read import content_spark
-from .path_state import PathState, path_state_tables
+from .paths import Find, finder
+from .held import HeldTables, held_tables
 from .spark import SparkZSets, filter_arrow
 from .step import change_rows, commit, compute
 from .windowed import run_windowed, window_tables
@@ -86,11 +87,12 @@ def _each(work: Callable[[QueryPlan], dict], plans: list[QueryPlan], engine: str
 
 
 def zset_engine(name: str, spark: SparkSource, read_arrow: Callable[[str], pa.Table],
-                read_spark: Callable[[str], Any]) -> ZSetEngine:
-    """The Z-set engine ``name`` reading state tables through ``read_arrow`` or ``read_spark``;
-    Spark (a lazy source stays lazy) evaluates the Arrow engine's FILTERs."""
+                read_spark: Callable[[str], Any], find: Find | None = None) -> ZSetEngine:
+    """The Z-set engine ``name`` reading state tables through ``read_arrow`` or ``read_spark``
+    (and on Arrow finding their rows by key through ``find``, by default a filter of
+    ``read_arrow``'s); Spark (a lazy source stays lazy) evaluates the Arrow engine's FILTERs."""
     if name == "arrow":
-        return ArrowZSets(read_arrow, lambda rows, predicate: filter_arrow(session(spark), rows, predicate))
+        return ArrowZSets(read_arrow, lambda rows, predicate: filter_arrow(session(spark), rows, predicate), find)
     return SparkZSets(session(spark), read_spark, read_arrow)
 
 
@@ -130,9 +132,9 @@ class Runner:
         # the run starts from them (nothing writes a state table between two batches), which spares
         # reading every table's log again.
         self._after: dict[str, int] | None = None
-        # The path operator's tables, indexed at the versions the last batch wrote (the next
-        # batch's): a batch looks up the roots it touches instead of reading them whole.
-        self.paths = PathState(store)
+        # The views and the path operator's tables, indexed at the versions the last batch wrote
+        # (the next batch's): a batch looks up the keys it touches instead of reading them whole.
+        self.held = HeldTables(store)
 
     # -- batch boundaries -------------------------------------------------------------------
     def _pending_rows(self, after: BatchRecord) -> pa.Table:
@@ -171,16 +173,23 @@ class Runner:
         """The versions a new batch starts from."""
         return self._versions(plans) if self._after is None else dict(self._after)
 
-    def _engine(self, name: str, versions: dict[str, int], paths: set[str]) -> ZSetEngine:
+    def _engine(self, name: str, versions: dict[str, int], held: set[str]) -> tuple[ZSetEngine, Find]:
         """A Z-set engine reading every state table at the version the batch started from (the
-        merge-on-read ``paths`` tables consolidated, as the run holds them on Arrow)."""
+        merge-on-read ``held`` tables consolidated, as the run holds them on Arrow), and how it
+        finds a table's rows by key (by an index probe for the ``held`` ones)."""
         def arrow(table: str) -> pa.Table:
-            if table in paths:
-                return self.paths.read(table, versions.get(table))
+            if table in held:
+                return self.held.read(table, versions.get(table))
             return self.store.read_arrow(table, versions.get(table))
 
-        return zset_engine(name, self._spark, arrow,
-                           content_spark(paths, lambda table: self.store.read(table, versions.get(table))))
+        indexed, filtered = self.held.finder(versions), finder(arrow)
+
+        def find(table: str, column: str, values: pa.Array) -> pa.Table:
+            return (indexed if table in held else filtered)(table, column, values)
+
+        z = zset_engine(name, self._spark, arrow,
+                        content_spark(held, lambda table: self.store.read(table, versions.get(table))), find)
+        return z, find
 
     # -- the loop ---------------------------------------------------------------------------
     def run(self, max_rows: int | None = None, max_batches: int | None = None,
@@ -283,13 +292,13 @@ class Runner:
         txn = Txn(BATCH_APP, record.batch)
         engine = choose_engine(self.engine, rows.num_rows, self.master)
         whole = [p for p in plans if not p.windowed]
-        paths = path_state_tables(catalog.distinct_paths(whole))
-        step = compute(self._engine(engine, versions, paths), rows.select(["seq", "op", "s", "p", "o"]), whole,
-                       self.paths.finder(versions))
+        held = held_tables(whole)
+        z, find = self._engine(engine, versions, held)
+        step = compute(z, rows.select(["seq", "op", "s", "p", "o"]), whole, find)
         changed = step.changed()
-        path_writes = self.paths.writes({t: changed.pop(t)[0] for t in paths & set(changed)}, versions, txn)
+        held_writes = self.held.writes({t: changed.pop(t)[0] for t in held & set(changed)}, versions, txn)
         commit(self.store, changed, {p.name: change_rows(p, record, step.gold[p.name]) for p in whole}, txn,
-               path_writes)
+               held_writes)
         stats = {"batch": record.batch, "messages": rows.num_rows, "noops": step.noops,
                  "view_changes": sum(t.num_rows for t in step.view_deltas.values()),
                  "answer_changes": step.answer_changes(), "bronze_from": record.bronze_from,

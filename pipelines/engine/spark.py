@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 
 from schemas.tables import MULT
 
-from ..storage.spark_arrow import arrow_schema_to_spark
+from ..storage.spark_arrow import arrow_schema_to_spark, frame_of
 
 Key = TypeVar("Key")
 
@@ -45,10 +45,14 @@ class SparkZSets:
     def arrow(self, table: str) -> pa.Table:
         return self._read_arrow(table)
 
+    def lookup(self, table: str, frame: DataFrame, on: Sequence[tuple[str, str]]) -> DataFrame:
+        # the join that follows prunes: a filter by the frame's keys would be that join once more
+        return self._read(table)
+
     def from_arrow(self, table: pa.Table) -> DataFrame:
         if table.num_rows == 0:   # an empty frame keeps its schema
             return self.spark.createDataFrame([], arrow_schema_to_spark(table.schema))
-        return self.spark.createDataFrame(table)
+        return frame_of(self.spark, table)
 
     def rename(self, frame: DataFrame, pairs: Sequence[tuple[str, str]]) -> DataFrame:
         return frame.select(*[F.col(f"`{old}`").alias(new) for old, new in pairs], MULT)
@@ -115,5 +119,5 @@ def filter_arrow(spark: SparkSession, table: pa.Table, predicate: str) -> pa.Tab
     FILTERs compile to Spark SQL, so the Arrow engine hands them here."""
     if table.num_rows == 0:
         return table
-    kept = spark.createDataFrame(table).where(F.expr(predicate)).toArrow()
+    kept = frame_of(spark, table).where(F.expr(predicate)).toArrow()
     return kept.select(table.column_names).cast(table.schema) if kept.num_rows else table.schema.empty_table()

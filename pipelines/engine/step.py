@@ -116,7 +116,8 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Fin
         return Step([], {}, {}, 0, {}, {})
     views = catalog.distinct_views(plans)
     if z.name == "arrow":
-        probed = probe_arrow(messages, views, lambda v: z.read(v.id), z.where)
+        probed = probe_arrow(messages, views, lambda v, keys: z.lookup(v.id, keys, [(c, c) for c in v.columns]),
+                             z.where)
     else:
         probed = probe_spark(z.from_arrow(messages), views, lambda v: z.read(v.id))
     changes = compute_view_changes(probed, views)

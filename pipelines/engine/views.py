@@ -152,21 +152,23 @@ def _shaped_arrow(rows: pa.Table, view: ViewDef, seq: pa.Array, op: pa.Array) ->
                     names=["_view", "seq", "op", *_PAD])
 
 
-def probe_arrow(messages: pa.Table, views: list[ViewDef], before: Callable[[ViewDef], pa.Table],
+def probe_arrow(messages: pa.Table, views: list[ViewDef], before: Callable[[ViewDef, pa.Table], pa.Table],
                 where: Callable[[pa.Table, str], pa.Table]) -> pa.Table:
     """:func:`probe_spark` in process: a view no message matches is not read at all, and only the
-    stored rows whose key some message touches are shaped."""
+    stored rows whose key some message touches are shaped. ``before(view, keys)`` gives the view's
+    rows before the batch, or only those that can hold one of ``keys`` (its columns' values)."""
     parts = []
     for view in views:
         hits = matching_arrow(messages, view, where)
         if hits.num_rows == 0:
             continue
         shaped = _shaped_arrow(hits, view, hits["seq"], hits["op"])
-        stored = before(view).select(list(view.columns))
         if view.columns:
             touched = hits.select(list(view.columns)).group_by(list(view.columns), use_threads=False).aggregate([])
+            stored = before(view, touched).select(list(view.columns))
             stored = stored.join(touched, keys=list(view.columns), join_type="left semi", use_threads=False)
         else:   # a ground pattern: its one (empty) key is present when the view holds a row
+            stored = before(view, hits.select([]))
             stored = stored.slice(0, min(1, stored.num_rows))
         nulls = (pa.nulls(stored.num_rows, pa.int64()), pa.nulls(stored.num_rows, pa.string()))
         parts += [shaped, _shaped_arrow(stored, view, *nulls)]

@@ -234,7 +234,7 @@ def _all_at_once(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Tab
     n = len(step.emissions)
     z = IntervalZSets(base, where, n)
     views = catalog.distinct_views([plan])
-    probed = probe_arrow(step.messages, views, lambda v: base(v.id), where)
+    probed = probe_arrow(step.messages, views, lambda v, _: base(v.id), where)
     deltas = view_intervals(probed, views, step.messages[WINDOW].to_numpy(), n)
     maintainer = QueryMaintainer(plan, z)
     results = z.collect(maintainer.outputs({v: t for v, t in deltas.items() if t.num_rows}), maintainer.schemas())

@@ -44,7 +44,9 @@ class DeltaSparkStore(DeltaRsStore):
 
     def _frame(self, name: str, data: Data):
         if isinstance(data, pa.Table):
-            return self.spark.createDataFrame(self._arrow(name, data))
+            from .spark_arrow import frame_of
+
+            return frame_of(self.spark, self._arrow(name, data))
         return data.select(*self.schema(name).names)
 
     @contextmanager

@@ -1,8 +1,15 @@
-"""Type mapping between the Arrow schemas of our tables and Spark schemas."""
+"""Between Arrow and Spark: the type mapping of our tables' schemas, and Arrow tables as frames."""
 from __future__ import annotations
 
 import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
+
+
+def frame_of(spark: SparkSession, table: pa.Table) -> DataFrame:
+    """An Arrow table as a Spark frame. In one chunk: PySpark 4.2's ``createDataFrame`` loses the
+    rows after an empty chunk (a table concatenated from pieces, some empty, comes back short)."""
+    return spark.createDataFrame(table.combine_chunks())
 
 
 def arrow_type_to_spark(t: pa.DataType) -> T.DataType:

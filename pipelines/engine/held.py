@@ -1,14 +1,15 @@
-"""The path operator's tables as a run holds them: merge-on-read on disk, indexed in memory.
+"""The state tables a run holds: merge-on-read on disk, indexed in memory.
 
-A path view and its reach table are sets kept by a walk that touches a few roots per batch, and
-they grow with the square of the graph where every node is a root. MERGEd at every batch, each
-was rewritten whole (at 1M edges, 18 such rewrites were more than half of a batch); read whole by
-the operator at every batch, each cost a scan and a filter for the few roots the batch touched.
-So both are kept merge-on-read (:mod:`.merge_on_read`): a batch appends its signed rows. And a run
-keeps each table as it last read or wrote it, at that version (:class:`IndexedSet`): the content
-it read, indexed by the columns the operator looks rows up by, plus the signed rows appended
-since. The next batch, which starts from the version the last one wrote, finds a root's rows by
-an index probe and a filter of the rows appended since, not by reading the table.
+Views, path views and reach tables are sets kept by batches that touch a few keys each. MERGEd at
+every batch, each was rewritten whole wherever the batch's keys fell (a Delta MERGE rewrites every
+file a key hits, and a batch's keys fall everywhere); read whole at every batch, each cost a scan
+that grew with the graph however small the batch (at 10M triples a 1,000-update batch read 8.1M
+view rows). So they are kept merge-on-read (:mod:`.merge_on_read`): a batch appends its signed
+rows. And a run keeps each table as it last read or wrote it, at that version (:class:`IndexedSet`):
+the content it read, indexed by the columns the delta rules and the path operator look rows up by,
+plus the signed rows appended since. The next batch, which starts from the version the last one
+wrote, finds the rows of the keys it touches by an index probe and a filter of the rows appended
+since, not by reading the table.
 
 Exactly once: an index is used only at the version the batch log says a batch reads (a run that
 starts, or a batch re-run after a crash, reads the table at that version first), and a commit that
@@ -24,8 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.tables import MULT
-from views.path_views import PathDef
+from views.plan import QueryPlan
 
+from .. import catalog
 from ..storage import TableStore, Txn
 from .arrow import consolidate
 from .merge_on_read import folds
@@ -33,9 +35,12 @@ from .path_edges import Lookup
 from .paths import Find
 
 
-def path_state_tables(paths: Iterable[PathDef]) -> set[str]:
-    """The merge-on-read tables of ``paths``: their path views and reach tables."""
-    return {name for path in paths for name in (path.id, path.reach)}
+def held_tables(plans: Iterable[QueryPlan]) -> set[str]:
+    """The merge-on-read tables of the queries over the whole graph among ``plans``: their views,
+    path views and reach tables (a windowed query keeps its views in its own state table)."""
+    whole = [p for p in plans if not p.windowed]
+    return ({v.id for v in catalog.distinct_views(whole)}
+            | {name for path in catalog.distinct_paths(whole) for name in (path.id, path.reach)})
 
 
 def _data(rows: pa.Table) -> list[str]:
@@ -56,7 +61,7 @@ class IndexedSet:
     since (``added``, few next to it: the table is folded when they pass its content)."""
 
     def __init__(self, content: pa.Table, stored: int, version: int) -> None:
-        self.base = content
+        self.base = content.combine_chunks()     # one chunk: a lookup takes rows by position
         self.added = content.slice(0, 0)
         self.stored = stored            # rows the table holds on disk at ``version``
         self.size = content.num_rows    # rows of its content (a set: the sum of the multiplicities)
@@ -110,13 +115,16 @@ class IndexedSet:
         return later
 
 
-class PathState:
-    """The path views and reach tables of a run (:func:`path_state_tables`), each indexed at the
+class HeldTables:
+    """The merge-on-read tables of a run (:func:`held_tables`), each indexed at the
     version it was last read or written at (see the module text)."""
 
     def __init__(self, store: TableStore) -> None:
         self.store = store
         self._sets: dict[str, IndexedSet] = {}
+        # rows served from what the run holds (reads of the tables themselves count in the store's
+        # own figures): how the bench shows a batch's reads following its change
+        self.served = 0
 
     def _at(self, name: str, version: int | None) -> IndexedSet:
         """Table ``name`` at ``version`` (the newest when None), read and indexed unless it is the
@@ -131,11 +139,15 @@ class PathState:
 
     def read(self, name: str, version: int | None) -> pa.Table:
         """Table ``name``'s content at ``version``."""
-        return self._at(name, version).content()
+        return self._served(self._at(name, version).content())
 
     def finder(self, versions: Mapping[str, int]) -> Find:
         """Rows of the tables at ``versions`` (a batch's) by a column's values."""
-        return lambda name, column, values: self._at(name, versions.get(name)).find(column, values)
+        return lambda name, column, values: self._served(self._at(name, versions.get(name)).find(column, values))
+
+    def _served(self, rows: pa.Table) -> pa.Table:
+        self.served += rows.num_rows
+        return rows
 
     def writes(self, deltas: Mapping[str, pa.Table], versions: Mapping[str, int],
                txn: Txn) -> list[Callable[[], None]]:

@@ -1,4 +1,4 @@
-"""The path operator's tables as a run holds them (pipelines/engine/path_state.py): appends until
+"""The merge-on-read tables a run holds (views, path views, reach tables) (pipelines/engine/held.py): appends until
 the rows pass twice the content, then one consolidated rewrite; lookups by a column see the content
 at the version held; a commit already made (a re-run) leaves nothing held. In process, no Spark."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from pipelines.engine.arrow import consolidate
-from pipelines.engine.path_state import PathState
+from pipelines.engine.held import HeldTables
 from pipelines.storage import Txn
 from pipelines.engine.zsets import binding_schema
 from pipelines.storage.delta_rs import DeltaRsStore
@@ -27,7 +27,7 @@ def _content(table: pa.Table) -> set[tuple[str, str]]:
     return {(r["v0"], r["v1"]) for r in rows}
 
 
-def _commit(store: DeltaRsStore, state: PathState, delta: pa.Table, batch: int) -> None:
+def _commit(store: DeltaRsStore, state: HeldTables, delta: pa.Table, batch: int) -> None:
     store.concurrently(state.writes({NAME: delta}, {NAME: store.version(NAME)}, Txn("test", batch)))
 
 
@@ -36,7 +36,7 @@ def test_appends_then_folds_and_lookups_follow_the_content(tmp_path):
     store.create(NAME, SCHEMA)
     pairs = {(f"r{i}", f"n{j}") for i in range(4) for j in range(5)}
     store.append(NAME, _rows(sorted(pairs), 1))
-    state = PathState(store)
+    state = HeldTables(store)
     shapes = set()
     for batch in range(1, 8):
         gone = sorted(p for p in pairs if p[1] == f"n{batch % 5}" and p[0] != "r0")
@@ -58,8 +58,8 @@ def test_a_commit_made_before_is_not_held(tmp_path):
     store.append(NAME, _rows([("a", "b"), ("a", "c")], 1))
     version = store.version(NAME)
     delta = _rows([("a", "d")], 1)
-    _commit(store, PathState(store), delta, 1)
-    rerun = PathState(store)
+    _commit(store, HeldTables(store), delta, 1)
+    rerun = HeldTables(store)
     store.concurrently(rerun.writes({NAME: delta}, {NAME: version}, Txn("test", 1)))   # skipped: made before
     assert store.version(NAME) == version + 1
     assert _content(rerun.read(NAME, version + 1)) == {("a", "b"), ("a", "c"), ("a", "d")}
