@@ -31,8 +31,7 @@ from .. import catalog
 from ..storage import TableStore, Txn
 from .arrow import consolidate
 from .merge_on_read import folds
-from .path_edges import Lookup
-from .paths import Find
+from .lookup import Find, Lookup
 
 
 def held_tables(plans: Iterable[QueryPlan]) -> set[str]:

@@ -1,12 +1,13 @@
 """A path step's edges: the product graph's moves, loaded only around the vertices the walks visit.
 
-Each edge view a batch's path views read is indexed once per batch (:class:`EdgeIndexes`), by
-subject and by object: a dictionary encoding of the column and a counting sort of its codes, in
-Arrow and numpy. Finding the edges of a set of vertices is then a hash lookup per vertex and a
-gather of their rows, so a walk round costs what it reads rather than a filter of the whole graph
-(which every round of every path view used to pay, and which grew with the graph however small the
-batch). The edges are those of the graph *after* the step: the view's rows as the step started,
-without the step's deleted edges, with its inserted ones.
+A walk round finds the edges of the vertices it reached in each edge view by subject and by object
+(:class:`EdgeIndexes`), through an index of the view's column (:mod:`pipelines.engine.lookup`): a
+hash lookup per vertex and a gather of their rows, so a round costs what it reads rather than a
+filter of the whole graph (which every round of every path view used to pay, and which grew with
+the graph however small the batch). A run keeps the indexes of the views it holds from batch to
+batch (:mod:`pipelines.engine.held`), so a batch no longer indexes the views it reads either. The
+edges are those of the graph *after* the step: the view's rows as the step started, without the
+step's deleted edges, with its inserted ones.
 """
 from __future__ import annotations
 
@@ -15,17 +16,16 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from views.automata import BACKWARD, FORWARD
 from views.path_views import ALL
 
+from .lookup import Find
+
 #: A path's edges as Arrow triples with their event time (a windowed query's ``t`` term, or '').
 TRIPLE_SCHEMA = pa.schema([(c, pa.string()) for c in ("s", "p", "o", "t")])
-#: A lookup of at most 1/_FEW of a column's distinct values goes through the column's hash of them.
-_FEW = 16
 #: The time of an edge without one (outside windows, or only in a background graph): never expires.
 FOREVER = 2 ** 62
 
@@ -52,71 +52,42 @@ def tuples(rows: pa.Table) -> list[Triple]:
     return list(zip(*(rows[c].to_pylist() for c in TRIPLE_SCHEMA.names)))
 
 
-class Lookup:
-    """The row positions of each value of one string column: its dictionary encoding, and the
-    positions sorted by code with each code's first position (a CSR layout)."""
-
-    def __init__(self, column: pa.ChunkedArray) -> None:
-        encoded = pc.dictionary_encode(column.combine_chunks())
-        self.values = encoded.dictionary
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
-        self.order = np.argsort(codes, kind="stable")
-        self.starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(self.values)))])
-        self._codes: dict[str, int] | None = None
-
-    def positions(self, wanted: pa.Array) -> np.ndarray:
-        """The positions of the rows whose value is in ``wanted``, in row order. Few values are
-        looked up in a hash of the column's values, built on first use and kept with the index (a
-        batch's lookups each cost what they find, not the column); many are probed the other way,
-        the values against a hash of ``wanted``. (Arrow's ``index_in`` would hash every value of
-        the column at every call.)"""
-        if len(wanted) * _FEW < len(self.values):
-            if self._codes is None:
-                self._codes = {value: code for code, value in enumerate(self.values.to_pylist())}
-            found = (self._codes.get(value) for value in wanted.to_pylist())
-            codes = np.fromiter((code for code in found if code is not None), dtype=np.int64)
-        else:
-            codes = np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
-        first = self.starts[codes]
-        sizes = self.starts[codes + 1] - first
-        gathered = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-        return np.sort(self.order[gathered])
-
-
 class ViewIndex:
-    """One edge view's rows as the step started, as triples, looked up by subject or object."""
+    """One edge view's rows as the step started, as triples, found by subject or object."""
 
-    def __init__(self, predicate: str, rows: pa.Table, stamped: bool) -> None:
-        self.triples = triples(predicate, rows, stamped)
-
-    @functools.cached_property
-    def by_s(self) -> Lookup:
-        return Lookup(self.triples["s"])
+    def __init__(self, predicate: str, view: str, read: Callable[[str], pa.Table], find: Find, stamped: bool) -> None:
+        self.predicate, self.view, self.stamped = predicate, view, stamped
+        self._read, self._find = read, find
+        self._s, self._o = ("v0", "v2") if predicate == ALL else ("v0", "v1")
 
     @functools.cached_property
-    def by_o(self) -> Lookup:
-        return Lookup(self.triples["o"])
+    def triples(self) -> pa.Table:
+        """Every edge of the view (a windowed path's expiry check reads them all)."""
+        return triples(self.predicate, self._read(self.view), self.stamped)
 
     def around(self, wanted: pa.Array, from_s: bool, from_o: bool) -> list[Triple]:
         """The triples whose subject (``from_s``) or object (``from_o``) is in ``wanted``."""
-        parts = ([self.by_s.positions(wanted)] if from_s else []) + ([self.by_o.positions(wanted)] if from_o else [])
-        if not parts or not self.triples.num_rows:
-            return []
-        return tuples(self.triples.take(functools.reduce(np.union1d, parts)))
+        parts = [self._find(self.view, self._s, wanted)] if from_s else []
+        if from_o:
+            rows = self._find(self.view, self._o, wanted)
+            parts.append(rows.filter(pc.invert(pc.is_in(rows[self._s], value_set=wanted))) if from_s else rows)
+        rows = [part for part in parts if part.num_rows]
+        return tuples(triples(self.predicate, pa.concat_tables(rows), self.stamped)) if rows else []
 
 
 class EdgeIndexes:
-    """The :class:`ViewIndex` of each edge view a batch reads, built on first use and shared by
-    every path view reading it (the eleven paths of a benchmark share four views)."""
+    """The :class:`ViewIndex` of each edge view a batch reads, shared by every path view reading it
+    (the eleven paths of a benchmark share four views); ``find`` gives a view's rows by a column's
+    values (a run's index of the views it holds, :mod:`pipelines.engine.held`)."""
 
-    def __init__(self, read: Callable[[str], pa.Table]) -> None:
-        self.read = read
+    def __init__(self, read: Callable[[str], pa.Table], find: Find) -> None:
+        self.read, self.find = read, find
         self._built: dict[tuple[str, str, bool], ViewIndex] = {}
 
     def get(self, predicate: str, view: str, stamped: bool) -> ViewIndex:
         key = (predicate, view, stamped)
         if key not in self._built:
-            self._built[key] = ViewIndex(predicate, self.read(view), stamped)
+            self._built[key] = ViewIndex(predicate, view, self.read, self.find, stamped)
         return self._built[key]
 
 

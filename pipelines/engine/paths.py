@@ -52,11 +52,10 @@ from views.automata import BACKWARD, FORWARD, OTHER
 from views.path_views import PathDef
 
 from .arrow import consolidate
+from .lookup import Find, finder
 from .path_edges import FOREVER, TRIPLE_SCHEMA, EdgeIndexes, Edges, Triple, ViewIndex, time_of, triples, tuples
 from .zsets import binding_schema
 
-#: The consolidated rows of a path table whose column is one of some values (:func:`finder`).
-Find = Callable[[str, str, pa.Array], pa.Table]
 
 #: The reach table's columns: a reached product node of a root's tree, and its witness parent.
 REACH_COLUMNS = ("root", "node", "state", "parent", "pstate", "ts")
@@ -127,8 +126,8 @@ class PathOperator:
                 plus, minus = _signed(change)
                 inserted += tuples(triples(predicate, plus, path.stamped))
                 deleted += tuples(triples(predicate, minus, path.stamped))
-        views = [(indexes or EdgeIndexes(read)).get(p, v, path.stamped) for p, v in path.edges]
         find = find or finder(read)
+        views = [(indexes or EdgeIndexes(read, find)).get(p, v, path.stamped) for p, v in path.edges]
         roots, members = self._roots(read, deltas, find, inserted + deleted)
         trees = self._trees(find, roots)
         stored = self._stored(read, find, roots) if path.simple and not initial else {}
@@ -407,22 +406,13 @@ def _expiry(after: pa.Table, inserted: list[Triple], deleted: list[Triple]) -> i
     return tau if all(ts > tau for ts in remaining) else None
 
 
-def finder(read: Callable[[str], pa.Table]) -> Find:
-    """Rows of the tables ``read`` gives whole, by a column's values, consolidated (a path
-    view and its reach table are kept merge-on-read: :mod:`.path_state`)."""
-    def find(name: str, column: str, values: pa.Array) -> pa.Table:
-        rows = read(name)
-        rows = rows.filter(pc.is_in(rows[column], value_set=values))
-        return consolidate(rows, [c for c in rows.column_names if c != MULT]).cast(rows.schema)
-    return find
-
-
 def path_changes(paths: Iterable[PathDef], read: Callable[[str], pa.Table],
                  deltas: Mapping[str, pa.Table], find: Find | None = None) -> dict[str, pa.Table]:
     """Every path view's and reach table's change for the views' ``deltas`` (non-empty ones
     only); ``find`` looks up the path tables' rows (see :meth:`PathOperator.step`)."""
     out: dict[str, pa.Table] = {}
-    indexes = EdgeIndexes(read)
+    find = find or finder(read)
+    indexes = EdgeIndexes(read, find)
     for path in paths:
         out.update({t: rows for t, rows in PathOperator(path).step(read, deltas, indexes=indexes, find=find).items()
                     if rows.num_rows})

@@ -32,7 +32,7 @@ from ..storage.lock import writer
 from .arrow import ArrowZSets
 from .bgp import state_tables
 from .merge_on_read import content_spark
-from .paths import Find, finder
+from .lookup import Find, finder
 from .held import HeldTables, held_tables
 from .spark import SparkZSets, filter_arrow
 from .step import change_rows, commit, compute

@@ -25,7 +25,8 @@ from .. import catalog
 from ..lake import BatchRecord, changes_table, gold_table
 from ..storage import TableStore, Txn
 from .bgp import QueryMaintainer
-from .paths import Find, path_changes
+from .lookup import Find
+from .paths import path_changes
 from .views import compute_view_changes, probe_arrow, probe_spark
 from .zsets import ZSetEngine, binding_schema
 

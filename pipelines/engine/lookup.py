@@ -1,0 +1,73 @@
+"""Finding a state table's rows by a column's values: the index the delta rules, the probe and the
+path operator look rows up through, so that a batch reads what its changes touch.
+
+A :class:`Lookup` indexes one string column: its dictionary encoding, and the row positions sorted
+by code with each code's first position (a CSR layout), in Arrow and numpy. Finding the rows of a
+set of values is then a hash lookup per value and a gather of their positions. A run keeps the
+indexes of the tables it holds across batches (:mod:`pipelines.engine.held`); :func:`finder`
+builds them over tables read whole, once per table and column for as long as it lives (a batch).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas.tables import MULT
+
+from .arrow import consolidate
+
+#: The consolidated rows of a state table whose column holds one of some values.
+Find = Callable[[str, str, pa.Array], pa.Table]
+#: A lookup of at most 1/_FEW of a column's distinct values goes through the column's hash of them.
+_FEW = 16
+
+
+class Lookup:
+    """The row positions of each value of one string column."""
+
+    def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        encoded = pc.dictionary_encode(column)
+        self.values = encoded.dictionary
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        self.order = np.argsort(codes, kind="stable")
+        self.starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(self.values)))])
+        self._codes: dict[str, int] | None = None
+
+    def positions(self, wanted: pa.Array) -> np.ndarray:
+        """The positions of the rows whose value is in ``wanted``, in row order. Few values are
+        looked up in a hash of the column's values, built on first use and kept with the index (a
+        batch's lookups each cost what they find, not the column); many are probed the other way,
+        the values against a hash of ``wanted``. (Arrow's ``index_in`` would hash every value of
+        the column at every call.)"""
+        if len(wanted) * _FEW < len(self.values):
+            if self._codes is None:
+                self._codes = {value: code for code, value in enumerate(self.values.to_pylist())}
+            found = (self._codes.get(value) for value in wanted.to_pylist())
+            codes = np.fromiter((code for code in found if code is not None), dtype=np.int64)
+        else:
+            codes = np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
+        first = self.starts[codes]
+        sizes = self.starts[codes + 1] - first
+        gathered = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+        return np.sort(self.order[gathered])
+
+
+def finder(read: Callable[[str], pa.Table]) -> Find:
+    """Rows of the tables ``read`` gives whole, by a column's values, consolidated (merge-on-read
+    tables hold signed copies of a row), through a :class:`Lookup` built on a table's first
+    lookup by that column: a path walk looks the same tables up round after round."""
+    tables: dict[str, pa.Table] = {}
+    lookups: dict[tuple[str, str], Lookup] = {}
+
+    def find(name: str, column: str, values: pa.Array) -> pa.Table:
+        if name not in tables:
+            rows = read(name)
+            tables[name] = consolidate(rows, [c for c in rows.column_names if c != MULT]).cast(rows.schema).combine_chunks()
+        if (name, column) not in lookups:
+            lookups[(name, column)] = Lookup(tables[name][column])
+        return tables[name].take(lookups[(name, column)].positions(values))
+    return find
