@@ -1,5 +1,5 @@
-"""The merge-on-read tables a run holds (views, path views, reach tables) (pipelines/engine/held.py): appends until
-the rows pass twice the content, then one consolidated rewrite; lookups by a column see the content
+"""The merge-on-read tables a run holds, views and path tables (pipelines/engine/held.py): appends
+until the rows pass twice the content, then one consolidated rewrite; lookups by a column see the content
 at the version held; a commit already made (a re-run) leaves nothing held. In process, no Spark."""
 from __future__ import annotations
 

@@ -107,7 +107,6 @@ def test_where_is_evaluated_by_spark_sql_on_both(engines):
     assert bag(arrow, ["x", "y"]) == bag(spark, ["x", "y"]) == Counter({k: v for k, v in expected.items() if v})
 
 
-
 def test_a_table_in_pieces_some_empty_keeps_every_row_on_spark(engines):
     """PySpark 4.2's createDataFrame drops the rows after an empty chunk: a FILTER over a join of
     a lookup's pieces lost answers until tables went to Spark in one chunk."""
@@ -118,6 +117,7 @@ def test_a_table_in_pieces_some_empty_keeps_every_row_on_spark(engines):
     predicate = "`x` IS NOT NULL"
     arrow, spark = both(engines, lambda z: z.where(z.from_arrow(pieces), predicate), binding_schema(["x", "y"]))
     assert bag(arrow, ["x", "y"]) == bag(spark, ["x", "y"]) == bag(whole, ["x", "y"])
+
 
 def test_engine_choice():
     assert choose_engine("auto", 1000, "local[*]") == "arrow"

@@ -37,9 +37,7 @@ from .lookup import Find, Lookup
 def held_tables(plans: Iterable[QueryPlan]) -> set[str]:
     """The merge-on-read tables of the queries over the whole graph among ``plans``: their views,
     path views and reach tables (a windowed query keeps its views in its own state table)."""
-    whole = [p for p in plans if not p.windowed]
-    return ({v.id for v in catalog.distinct_views(whole)}
-            | {name for path in catalog.distinct_paths(whole) for name in (path.id, path.reach)})
+    return set(catalog.shared_tables([p for p in plans if not p.windowed]))
 
 
 def _data(rows: pa.Table) -> list[str]:
