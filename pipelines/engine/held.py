@@ -40,16 +40,17 @@ def held_tables(plans: Iterable[QueryPlan]) -> set[str]:
     return set(catalog.shared_tables([p for p in plans if not p.windowed]))
 
 
-def _data(rows: pa.Table) -> list[str]:
+def data_columns(rows: pa.Table) -> list[str]:
     return [c for c in rows.column_names if c != MULT]
 
 
-def _keys(rows: pa.Table) -> pa.ChunkedArray | pa.Array:
+def row_keys(rows: pa.Table) -> pa.Array:
     """One string per row of data columns (terms never hold a newline: N-Triples escapes it)."""
-    columns = [rows[c] for c in _data(rows)]
+    columns = [rows[c] for c in data_columns(rows)]
     if not columns:
         return pa.repeat(pa.scalar("", pa.string()), rows.num_rows)
-    return columns[0] if len(columns) == 1 else pc.binary_join_element_wise(*columns, "\n")
+    keys = columns[0] if len(columns) == 1 else pc.binary_join_element_wise(*columns, "\n")
+    return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
 
 
 class IndexedSet:
@@ -64,7 +65,7 @@ class IndexedSet:
         self.size = content.num_rows    # rows of its content (a set: the sum of the multiplicities)
         self.version = version
         self._lookups: dict[str, Lookup] = {}
-        self._base_keys: pa.ChunkedArray | pa.Array | None = None
+        self._base_keys: pa.Array | None = None
         self._content: pa.Table | None = content
         self._summed: tuple[pa.Array, pa.Table] | None = None
 
@@ -77,7 +78,7 @@ class IndexedSet:
             return rows
         gone, new = self._change()
         if len(gone):
-            rows = rows.filter(pc.invert(pc.is_in(_keys(rows), value_set=gone)))
+            rows = rows.filter(pc.invert(pc.is_in(row_keys(rows), value_set=gone)))
         return pa.concat_tables([rows, new.filter(pc.is_in(new[column], value_set=values))])
 
     def content(self) -> pa.Table:
@@ -86,19 +87,18 @@ class IndexedSet:
         if self._content is None:
             gone, new = self._change()
             if self._base_keys is None:
-                self._base_keys = _keys(self.base)
+                self._base_keys = row_keys(self.base)
             kept = self.base.filter(pc.invert(pc.is_in(self._base_keys, value_set=gone)))
             self._content = pa.concat_tables([kept, new])
         return self._content
 
     def _change(self) -> tuple[pa.Array, pa.Table]:
-        """The appended rows summed: the keys (:func:`_keys`) of the base's rows they remove, and
+        """The appended rows summed: the keys (:func:`row_keys`) of the base's rows they remove, and
         the rows they add (a set's row is removed or added at most once: every sum is -1, 0 or 1)."""
         if self._summed is None:
-            change = consolidate(self.added, _data(self.added)).cast(self.base.schema)
-            gone = _keys(change.filter(pc.less(change[MULT], 0)))
-            self._summed = (gone.combine_chunks() if isinstance(gone, pa.ChunkedArray) else gone,
-                            change.filter(pc.greater(change[MULT], 0)))
+            change = consolidate(self.added, data_columns(self.added)).cast(self.base.schema)
+            gone = row_keys(change.filter(pc.less(change[MULT], 0)))
+            self._summed = (gone, change.filter(pc.greater(change[MULT], 0)))
         return self._summed
 
     def after(self, delta: pa.Table) -> "IndexedSet":
@@ -130,7 +130,7 @@ class HeldTables:
         held = self._sets.get(name)
         if held is None or held.version != version:
             rows = self.store.read_arrow(name, version)
-            content = consolidate(rows, _data(rows)).cast(rows.schema)
+            content = consolidate(rows, data_columns(rows)).cast(rows.schema)
             held = self._sets[name] = IndexedSet(content, rows.num_rows, version)
         return held
 

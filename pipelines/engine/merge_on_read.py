@@ -9,7 +9,7 @@ spread over the appends since the last one, stays a constant times theirs, and a
 more than :data:`FOLD` times the content.
 
 Windowed queries keep their state table this way (:mod:`.windowed`, :mod:`.window_state`), the path
-operator its path views and reach tables (:mod:`.path_state`); gold tables stay consolidated for
+operator its path views and reach tables (:mod:`.held`); gold tables stay consolidated for
 SQL users.
 """
 from __future__ import annotations

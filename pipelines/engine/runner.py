@@ -34,6 +34,7 @@ from .bgp import state_tables
 from .merge_on_read import content_spark
 from .lookup import Find, finder
 from .held import HeldTables, held_tables
+from .held_bags import HeldBags
 from .spark import SparkZSets, filter_arrow
 from .step import change_rows, commit, compute
 from .windowed import run_windowed, window_tables
@@ -135,6 +136,8 @@ class Runner:
         # The views and the path operator's tables, indexed at the versions the last batch wrote
         # (the next batch's): a batch looks up the keys it touches instead of reading them whole.
         self.held = HeldTables(store)
+        # Gold, partial embeddings and bags, as the last batch wrote them: rewritten whole from memory.
+        self.bags = HeldBags(store)
 
     # -- batch boundaries -------------------------------------------------------------------
     def _pending_rows(self, after: BatchRecord) -> pa.Table:
@@ -296,9 +299,9 @@ class Runner:
         z, find = self._engine(engine, versions, held)
         step = compute(z, rows.select(["seq", "op", "s", "p", "o"]), whole, find)
         changed = step.changed()
-        held_writes = self.held.writes({t: changed.pop(t)[0] for t in held & set(changed)}, versions, txn)
-        commit(self.store, changed, {p.name: change_rows(p, record, step.gold[p.name]) for p in whole}, txn,
-               held_writes)
+        writes = self.held.writes({t: changed.pop(t)[0] for t in held & set(changed)}, versions, txn)
+        writes += self.bags.writes({t: rows for t, (rows, _) in changed.items()}, versions, txn)
+        commit(self.store, {p.name: change_rows(p, record, step.gold[p.name]) for p in whole}, txn, writes)
         stats = {"batch": record.batch, "messages": rows.num_rows, "noops": step.noops,
                  "view_changes": sum(t.num_rows for t in step.view_deltas.values()),
                  "answer_changes": step.answer_changes(), "bronze_from": record.bronze_from,

@@ -138,12 +138,9 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Fin
     return Step(views, changes.deltas, paths, len(changes.noop_seqs), state, gold)
 
 
-def commit(store: TableStore, changed: dict[str, tuple[pa.Table, list[str]]], changes: dict[str, pa.Table],
-           txn: Txn, others: Sequence[Callable[[], object]] = ()) -> None:
-    """Write table changes (:meth:`Step.changed`: views, owned state, gold) and each query's
-    answer-change rows (``changes``, by query name), each commit skipped if ``txn`` already made it,
-    all at once with the ``others`` (commits the caller makes its own way, to other tables)."""
-    writes = [partial(store.merge_counts, name, rows, keys, MULT, txn) for name, (rows, keys) in changed.items()]
-    writes += others
-    writes += [partial(store.append, changes_table(query), rows, txn) for query, rows in changes.items() if rows.num_rows]
-    store.concurrently(writes)
+def commit(store: TableStore, changes: dict[str, pa.Table], txn: Txn, writes: Sequence[Callable[[], object]]) -> None:
+    """Make a batch's ``writes`` (its table changes, each written the way its table is kept) and
+    append each query's answer-change rows (``changes``, by query name), every commit skipped if
+    ``txn`` already made it, all at once."""
+    appends = [partial(store.append, changes_table(query), rows, txn) for query, rows in changes.items() if rows.num_rows]
+    store.concurrently([*writes, *appends])
