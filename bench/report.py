@@ -141,7 +141,9 @@ def markdown(records: list[dict]) -> str:
               "read from parquet files (and their compressed bytes) and those served from memory "
               "(the small tables the store read or wrote at the previous batch, and the rows the batch looked up "
               "in the views the run holds indexed, `pipelines/engine/held.py`, in this long-lived process; a "
-              "`lakegraph run` process reads each table once from files, at its first batch)."]
+              "`lakegraph run` process reads each table once from files, at its first batch). Every system's "
+              "batch starts after the files the others wrote are synced and the JVM has collected its garbage "
+              "(`bench.runner.settle`), so no system is timed for work another left running."]
     if not config["separate"]:
         lines += ["", "### Per query: the re-running systems (the queries share one lakegraph run)", ""]
         per_query = [[str(scale), str(size), q, *(_cell(times.get((scale, size, q, s))) for s in SYSTEMS[1:])]

@@ -31,29 +31,37 @@ from .arrow import consolidate
 from .held import data_columns, row_keys
 
 
+#: Chunks a held table may gather (each batch adds one, its summed rows) before they are combined.
+_CHUNKS = 16
+
+
 @dataclass(frozen=True)
 class _Bag:
-    """A table's content at one version, and each row's key (:func:`.held.row_keys`)."""
+    """A table's content at one version, and each row's key (:func:`.held.row_keys`), both in
+    chunks (a batch's new content shares the old one's buffers but for the rows it changes)."""
 
     version: int
     content: pa.Table
-    keys: pa.Array
+    keys: pa.ChunkedArray
 
     @classmethod
     def of(cls, version: int, content: pa.Table) -> "_Bag":
-        return cls(version, content, row_keys(content))
+        return cls(version, content, pa.chunked_array([row_keys(content)]))
 
-    def plus(self, delta: pa.Table) -> tuple[pa.Table, pa.Array]:
-        """The content once ``delta`` (signed rows) is added, and its keys: the rows sharing a key
-        with the delta are summed with it (a key whose columns hold an unbound value may stand for
-        several rows: they are summed too, which changes nothing), the others kept as they are."""
+    def plus(self, delta: pa.Table) -> tuple[pa.Table, pa.ChunkedArray]:
+        """The content once ``delta`` (signed rows) is added, and its keys: the rows sharing a
+        key with the delta are summed with it (a key whose columns hold an unbound value may stand
+        for several rows: they are summed too, which changes nothing), the others kept as they are."""
         delta = delta.select(self.content.column_names).cast(self.content.schema)
         touched = pc.is_in(self.keys, value_set=row_keys(delta))
         summed = consolidate(pa.concat_tables([self.content.filter(touched), delta]),
                              data_columns(delta)).cast(self.content.schema)
         kept = pc.invert(touched)
-        return (pa.concat_tables([self.content.filter(kept), summed]).combine_chunks(),
-                pa.concat_arrays([self.keys.filter(kept), row_keys(summed)]))
+        content = pa.concat_tables([self.content.filter(kept), summed])
+        keys = pa.chunked_array([*self.keys.filter(kept).chunks, row_keys(summed)], pa.string())
+        if keys.num_chunks > _CHUNKS:
+            content, keys = content.combine_chunks(), pa.chunked_array([keys.combine_chunks()])
+        return content, keys
 
 
 class HeldBags:
