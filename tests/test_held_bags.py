@@ -1,15 +1,18 @@
-"""The consolidated tables a run holds, gold, partial embeddings and bags (pipelines/engine/held_bags.py):
-rewritten whole from memory, each batch must leave exactly what a Delta MERGE of its change (the way
-they were written before, still the store's ``merge_counts``) leaves: one row per distinct row with
-its multiplicity, none that cancelled out, unbound values as keys. A commit already made (a re-run
-after a crash) is skipped and leaves nothing held. In process, no Spark."""
+"""The consolidated tables a run holds, gold, partial embeddings and bags
+(pipelines/engine/held_bags.py): rewritten whole from memory (MERGEd once they are large), each
+batch must leave exactly what a Delta MERGE of its change (the way they were written before, the
+store's ``merge_counts``) leaves: one row per distinct row with its multiplicity, none that
+cancelled out, unbound values as keys. A commit already made (a re-run after a crash) is skipped and
+leaves nothing held. In process, no Spark."""
 from __future__ import annotations
 
 import random
 from collections import Counter
 
 import pyarrow as pa
+import pytest
 
+from pipelines.engine import held_bags
 from pipelines.engine.held_bags import HeldBags
 from pipelines.engine.zsets import binding_schema
 from pipelines.storage import Txn
@@ -32,7 +35,9 @@ def _bag(table: pa.Table) -> Counter:
     return Counter({(r["x"], r["t"]): r[MULT] for r in rows})
 
 
-def test_each_batch_leaves_what_a_merge_of_its_change_leaves(tmp_path):
+@pytest.mark.parametrize("largest", [held_bags.REWRITE_MAX_ROWS, 20], ids=["rewritten", "merged_once_large"])
+def test_each_batch_leaves_what_a_merge_of_its_change_leaves(tmp_path, monkeypatch, largest):
+    monkeypatch.setattr(held_bags, "REWRITE_MAX_ROWS", largest)
     store = DeltaRsStore(str(tmp_path))
     for name in (HELD, MERGED):
         store.create(name, SCHEMA)
