@@ -25,7 +25,8 @@ def consolidate(frame: pa.Table, columns: Sequence[str]) -> pa.Table:
     return summed.filter(pc.fill_null(pc.not_equal(summed[MULT], 0), False))
 
 
-def _data_columns(frame: pa.Table) -> list[str]:
+def data_columns(frame: pa.Table) -> list[str]:
+    """A Z-set table's data columns: all but the multiplicity."""
     return [c for c in frame.column_names if c != MULT]
 
 
@@ -78,9 +79,9 @@ class ArrowZSets:
         return pa.table([frame[old] for old, _ in pairs] + [frame[MULT]], names=[new for _, new in pairs] + [MULT])
 
     def join(self, left: pa.Table, right: pa.Table) -> pa.Table:
-        shared = [c for c in _data_columns(left) if c in set(_data_columns(right))]
+        shared = [c for c in data_columns(left) if c in set(data_columns(right))]
         if left.num_rows == 0 or right.num_rows == 0:
-            columns = _data_columns(left) + [c for c in _data_columns(right) if c not in shared]
+            columns = data_columns(left) + [c for c in data_columns(right) if c not in shared]
             fields = [left.schema.field(c) if c in left.column_names else right.schema.field(c) for c in columns]
             return pa.schema(fields + [pa.field(MULT, pa.int64())]).empty_table()
         a = left.rename_columns([("_m_left" if c == MULT else c) for c in left.column_names])

@@ -29,7 +29,7 @@ from views.plan import QueryPlan
 
 from .. import catalog
 from ..storage import TableStore, Txn
-from .arrow import consolidate
+from .arrow import consolidate, data_columns
 from .merge_on_read import folds
 from .lookup import Find, Lookup
 
@@ -38,10 +38,6 @@ def held_tables(plans: Iterable[QueryPlan]) -> set[str]:
     """The merge-on-read tables of the queries over the whole graph among ``plans``: their views,
     path views and reach tables (a windowed query keeps its views in its own state table)."""
     return set(catalog.shared_tables([p for p in plans if not p.windowed]))
-
-
-def data_columns(rows: pa.Table) -> list[str]:
-    return [c for c in rows.column_names if c != MULT]
 
 
 def row_keys(rows: pa.Table) -> pa.Array:

@@ -28,8 +28,8 @@ import pyarrow.compute as pc
 from schemas.tables import MULT
 
 from ..storage import TableStore, Txn
-from .arrow import consolidate
-from .held import data_columns, row_keys
+from .arrow import consolidate, data_columns
+from .held import row_keys
 
 
 #: Tables of more rows are MERGEd instead (copy-on-write, as before): rewriting the 4-cycle's gold

@@ -136,7 +136,8 @@ class Runner:
         # The views and the path operator's tables, indexed at the versions the last batch wrote
         # (the next batch's): a batch looks up the keys it touches instead of reading them whole.
         self.held = HeldTables(store)
-        # Gold, partial embeddings and bags, as the last batch wrote them: rewritten whole from memory.
+        # Gold, partial embeddings and bags, as the last batch wrote them: rewritten whole from memory
+        # (MERGEd once large).
         self.bags = HeldBags(store)
 
     # -- batch boundaries -------------------------------------------------------------------
