@@ -44,13 +44,13 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 import pyoxigraph as ox
 
-from pipelines.answers import answers
+from pipelines.answers import answers, windows as window_log
 from pipelines.engine import runner as runner_module
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
 from pipelines.engine.windowed import read_state
 from pipelines.ingest import ingest_paths
-from pipelines.lake import buffer_table, state_table, windows_table
+from pipelines.lake import buffer_table, state_table
 from pipelines.spark import LazySpark, get_spark
 from pipelines.storage import TableStore, open_store
 from pipelines.storage.spark_arrow import frame_of
@@ -239,8 +239,8 @@ def run_lakegraph(stream: Stream, plans: list[QueryPlan], lake: Path, spark: Laz
     out.commits = commits(lake) - before
     out.batches = len(stream.files)
     for plan in plans:
-        log = store.read_arrow(windows_table(plan.name)).select(["window", "open_ms", "close_ms", "answers"])
-        out.logs[plan.name] = sorted(log.to_pylist(), key=lambda r: r["window"])
+        keys = ["window", "open_ms", "close_ms", "answers"]
+        out.logs[plan.name] = [{k: row[k] for k in keys} for row in window_log(store, plan.name)]
     return out
 
 

@@ -15,7 +15,7 @@ from schemas.terms import parse_term, term_to_sparql_json
 
 from . import catalog
 from .engine.arrow import consolidate
-from .lake import BatchLog, changes_table, gold_table, windows_table
+from .lake import WINDOW_LOG, BatchLog, changes_table, gold_table
 from .storage import StorageError, TableStore
 
 FORMATS = ("tsv", "csv", "json")
@@ -70,7 +70,8 @@ def windows(store: TableStore, name: str) -> list[dict]:
     query = catalog.lookup(store, name)
     if not query.plan.streams:
         raise AnswerError(f"query {name!r} has no stream windows (FROM STREAM)")
-    return sorted(S.rows(store.read_arrow(windows_table(name))), key=lambda r: r["window"])
+    log = store.read_arrow(WINDOW_LOG)
+    return sorted(S.rows(log.filter(pc.equal(log["query"], name)).drop_columns(["query"])), key=lambda r: r["window"])
 
 
 def late_messages(store: TableStore, name: str) -> int:

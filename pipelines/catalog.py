@@ -12,7 +12,7 @@ from views.model import validate_name
 from views.plan import QueryPlan, ViewDef
 
 from .lake import (QUERIES, background_table, bag_table, buffer_table, changes_table, gold_table, now, pe_table,
-                   state_table, sums_table, windows_table)
+                   state_table, sums_table)
 from .storage import TableStore
 
 Shared = TypeVar("Shared", ViewDef, PathDef)
@@ -74,7 +74,7 @@ def owned_tables(plan: QueryPlan) -> list[str]:
     """Every table named after the query (the ones unregistering removes)."""
     names = [gold_table(plan.name), changes_table(plan.name), bag_table(plan.name), sums_table(plan.name)]
     names += [pe_table(plan.name, i) for i in range(len(plan.components))]
-    names += [state_table(plan.name), buffer_table(plan.name), background_table(plan.name), windows_table(plan.name)]
+    names += [state_table(plan.name), buffer_table(plan.name), background_table(plan.name)]
     return names
 
 

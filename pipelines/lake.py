@@ -22,6 +22,8 @@ QUARANTINE = "quarantine"
 INGEST_LOG = "ingest_log"
 QUERIES = "queries"
 BATCHES = "batches"
+#: The window log of every windowed query: one table, so a batch logs all its windows in one commit.
+WINDOW_LOG = "window_log"
 
 FIXED_TABLES: dict[str, pa.Schema] = {
     BRONZE: S.BRONZE,
@@ -29,6 +31,7 @@ FIXED_TABLES: dict[str, pa.Schema] = {
     INGEST_LOG: S.INGEST_LOG,
     QUERIES: S.QUERIES,
     BATCHES: S.BATCHES,
+    WINDOW_LOG: S.WINDOW_LOG,
 }
 #: The tables other commands may commit to while a run goes on: ``ingest`` appends to the first
 #: three under its own lock, ``register`` to the catalog.
@@ -80,11 +83,6 @@ def progress_table(query: str) -> str:
     """A windowed query's progress after each batch (event times seen, windows emitted, late
     messages): a part of its state table."""
     return f"w_{query}_progress"
-
-
-def windows_table(query: str) -> str:
-    """The window log: one row per emitted window of a windowed query."""
-    return f"w_{query}_windows"
 
 
 def init_lake(store: TableStore, wait: float | None = None) -> list[str]:

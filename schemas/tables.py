@@ -123,9 +123,10 @@ WINDOW_PROGRESS = pa.schema([
     pa.field("answers", pa.int64(), nullable=False),        # answer rows of the last window
 ])
 
-#: The window log: every emitted window of a windowed query, with the gold version holding its
-#: answers (its RStream) for time travel.
+#: The window log, one table for the lake: every emitted window of every windowed query, with the
+#: gold version holding its answers (its RStream) for time travel.
 WINDOW_LOG = pa.schema([
+    pa.field("query", pa.string(), nullable=False),
     pa.field("window", pa.int64(), nullable=False),
     pa.field("open", UTC_TS, nullable=False),
     pa.field("close", UTC_TS, nullable=False),

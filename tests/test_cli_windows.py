@@ -4,6 +4,7 @@ non-zero exit."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,20 @@ def test_misuse_is_one_line(lake, capsys, argv, message):
     assert cli.main(["--lake", lake, *argv]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_queries_share_the_window_log_and_unregistering_takes_out_only_its_rows(lake, tmp_path, capsys):
+    copy = str(tmp_path / "lake")
+    shutil.copytree(lake, copy)
+    mine = ["window", "close", "answers"]
+    before = [{k: w[k] for k in mine} for w in json.loads(_out(copy, capsys, "windows", "together", "--format", "json"))["windows"]]
+    for _ in range(2):              # registered anew: its windows are logged once
+        _out(copy, capsys, "register", str(EXAMPLE / "together.rq"), "--name", "again", "--lateness", "PT2S")
+        again = json.loads(_out(copy, capsys, "windows", "again", "--format", "json"))["windows"]
+        assert [{k: w[k] for k in mine} for w in again] == before
+        _out(copy, capsys, "unregister", "again")
+    logged = _out(copy, capsys, "sql", "SELECT query, count(*) AS n FROM window_log GROUP BY query")
+    assert "together" in logged and "again" not in logged
 
 
 def test_window_options_on_a_query_without_windows_are_refused(lake, tmp_path, capsys):

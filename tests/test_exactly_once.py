@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 
+import pyarrow.compute as pc
 import pytest
 
 from pipelines.catalog import lookup
@@ -117,7 +118,8 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
     # done rows
     assert crashes >= 30
     done = DeltaRsStore(str(reference))
-    windows = done.read_arrow("w_linked_windows")
+    log = done.read_arrow("window_log")
+    windows = log.filter(pc.equal(log["query"], "linked"))
     per_batch = [windows["batch"].to_pylist().count(b) for b in set(windows["batch"].to_pylist())]
     assert len(per_batch) >= 2 and max(per_batch) >= 2
     chained = [r for r in done.read_arrow("bronze").to_pylist() if r["stream"] == "urn:lakegraph:stream:linked"]

@@ -8,11 +8,10 @@ from collections import Counter
 
 import pytest
 
-from pipelines.answers import answers
+from pipelines.answers import answers, windows
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner, flush_order
 from pipelines.ingest import ingest_paths
-from pipelines.lake import windows_table
 from pipelines.storage import open_store
 from views.plan import compile_query
 from views.sparql import parse_query
@@ -99,7 +98,7 @@ def test_each_upstream_window_appends_its_constructed_triples_once(chain, spark)
 
 def test_every_downstream_window_equals_pyoxigraph_on_the_chained_stream(chain):
     store, plans, model = chain
-    log = sorted(store.read_arrow(windows_table("reach")).to_pylist(), key=lambda r: r["window"])
+    log = windows(store, "reach")
     assert [(r["window"], r["close_ms"]) for r in log] == [(w.number, w.close_ms) for w in model.windows]
     answered = 0
     for row, window in zip(log, model.windows):

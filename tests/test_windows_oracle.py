@@ -22,11 +22,11 @@ import pyarrow.compute as pc
 import pytest
 
 from pipelines import catalog
-from pipelines.answers import answers
+from pipelines.answers import answers, windows as window_log
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
 from pipelines.ingest import ingest_paths
-from pipelines.lake import changes_table, windows_table
+from pipelines.lake import changes_table
 from pipelines.storage import open_store
 from views.plan import compile_query
 from views.sparql import parse_query
@@ -213,8 +213,8 @@ def replay(request):
 
 
 def _log(store, case: str) -> list[dict]:
-    return sorted(store.read_arrow(windows_table(case)).select(
-        ["window", "open_ms", "close_ms", "answers", "gold_version"]).to_pylist(), key=lambda r: r["window"])
+    keys = ["window", "open_ms", "close_ms", "answers", "gold_version"]
+    return [{k: row[k] for k in keys} for row in window_log(store, case)]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -297,7 +297,7 @@ def test_path_times_are_max_min_over_the_window_after_every_batch(arrow_replay, 
     path = plans[case].paths[0]
     moves = path.automaton.table()
     windows = {w.number: w for w in expected[case]}
-    log = store.read_arrow(windows_table(case)).to_pylist()
+    log = window_log(store, case)
     checked, timed = 0, False
     for record in BatchLog(store).records("done"):
         numbers = [r["window"] for r in log if r["batch"] <= record.batch]

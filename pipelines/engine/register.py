@@ -26,7 +26,7 @@ from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
 from .step import change_rows, changes_schema, gold_schema
 from .views import triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow, view_schema
 from .window_state import last_progress
-from .windowed import forget_state, run_windowed, window_tables
+from .windowed import forget_state, forget_windows, log_windows, run_windowed, window_tables
 from .windows import Progress
 from .zsets import ZSetEngine
 
@@ -140,6 +140,7 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
                    changes_table(plan.name): changes_schema(plan)})
     tables.update(window_tables(plan))
     forget_state(store, plan.name)
+    forget_windows(store, plan.name)
     for name, schema in tables.items():
         store.create(name, schema)
     bronze = store.read_arrow(BRONZE, at.bronze_to)
@@ -147,8 +148,10 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
     replay = BatchRecord(batch=at.batch, status="planned", bronze_from=at.bronze_from, bronze_to=at.bronze_to,
                          seq_from=at.seq_from, seq_to=at.seq_to,
                          versions={name: store.version(name) for name in tables})
-    run_windowed(store, plan, rows, replay, lambda arrow, read: zset_engine(engine, spark, arrow, read),
-                 lambda name: store.read(name, replay.versions.get(name)))
+    done = run_windowed(store, plan, rows, replay, lambda arrow, read: zset_engine(engine, spark, arrow, read),
+                        lambda name: store.read(name, replay.versions.get(name)))
+    # without the batch's transaction: the log, unlike the query's own tables, already holds it
+    log_windows(store, [done["log"]], None)
     return last_progress(store, plan.name)
 
 
@@ -168,4 +171,5 @@ def _unregister(store: TableStore, name: str) -> list[str]:
     for table in dropped:
         store.drop(table)
     forget_state(store, name)
+    forget_windows(store, name)
     return dropped

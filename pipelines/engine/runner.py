@@ -37,7 +37,7 @@ from .held import HeldTables, held_tables
 from .held_bags import HeldBags
 from .spark import SparkZSets, filter_arrow
 from .step import change_rows, commit, compute
-from .windowed import run_windowed, window_tables
+from .windowed import log_windows, run_windowed, window_tables
 from .zsets import ZSetEngine
 
 @dataclass
@@ -314,9 +314,12 @@ class Runner:
                                 lambda arrow, spark: zset_engine(engine, self._spark, arrow, spark),
                                 read_spark, flush=plan.name in record.stats.get("flush", ()))
 
+        logs = []
         for done in _each(windowed, [p for p in plans if p.windowed], engine):
             for key in ("windows", "late", "answer_changes"):
                 stats[key] += done[key]
+            logs.append(done["log"])
+        log_windows(self.store, logs, txn)
         done = BatchRecord(batch=record.batch, status="done", bronze_from=record.bronze_from,
                            bronze_to=record.bronze_to, seq_from=record.seq_from, seq_to=record.seq_to,
                            versions=self._versions(plans), stats=stats)

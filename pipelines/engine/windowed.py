@@ -13,9 +13,10 @@ views, partial embeddings, buffer and progress) gets one commit, appending the b
 (or, once its rows would pass twice its content, rewriting it consolidated); each other table the
 windows changed (gold, path state) is written once, whole (a Delta MERGE rewrites the files it
 touches anyway, and costs several times a plain write); the answer changes of every window
-(tagged with it) and the window log are appended, the background graphs merged; every commit with
-the batch's app transaction: a Delta commit costs more than a window's computation, and a crash
-anywhere re-runs the batch like any other. So the gold table holds the RStream of each batch's last
+(tagged with it) are appended, the background graphs merged; the window log rows go back to the
+runner, which appends every windowed query's in one commit; every commit with the batch's app
+transaction: a Delta commit costs more than a window's computation, and a crash anywhere re-runs
+the batch like any other. So the gold table holds the RStream of each batch's last
 window; an earlier window's is that minus the batch's later windows' changes
 (:func:`pipelines.answers.window_answers`).
 """
@@ -39,8 +40,8 @@ from views.plan import QueryPlan, construct
 from views.windows import Clock, bare
 
 from .. import catalog
-from ..lake import (BATCH_APP, BatchRecord, background_table, buffer_table, changes_table, gold_table,
-                    progress_table, state_table, windows_table)
+from ..lake import (BATCH_APP, WINDOW_LOG, BatchRecord, background_table, buffer_table, changes_table,
+                    gold_table, progress_table, state_table)
 from ..ingest import ingest_generated
 from ..storage import TableStore, Txn
 from .arrow import consolidate
@@ -123,16 +124,30 @@ def read_state(store: TableStore, plan: QueryPlan) -> dict[str, pa.Table]:
 
 def window_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
     """The window tables of a windowed query (none for a query over the whole graph): its state
-    (views, partial embeddings, progress and buffer), its background graphs, its window log, and
-    the buffer of a query with background graphs."""
+    (views, partial embeddings, progress and buffer), its background graphs, and the buffer of a
+    query with background graphs. (Its windows are logged in the lake's window log.)"""
     if not plan.windowed:
         return {}
     tables = {state_table(plan.name): state_schema(plan), background_table(plan.name): S.WINDOW_BACKGROUND}
     if plan.graphs:
         tables[buffer_table(plan.name)] = S.WINDOW_BUFFER
-    if plan.streams:
-        tables[windows_table(plan.name)] = S.WINDOW_LOG
     return tables
+
+
+def log_windows(store: TableStore, logs: list[pa.Table], txn: Txn | None) -> None:
+    """Append the window log rows of a batch's windowed queries (each :func:`run_windowed`'s
+    ``log``) in one commit: one per batch, not one per query, as a Delta commit costs more than a
+    query's windows in a batch of 10 s."""
+    rows = [log for log in logs if log.num_rows]
+    if rows:
+        store.append(WINDOW_LOG, pa.concat_tables(rows), txn)
+
+
+def forget_windows(store: TableStore, query: str) -> None:
+    """Drop query ``query``'s rows from the window log (unregistered, or registered anew)."""
+    if store.exists(WINDOW_LOG) and pc.any(pc.equal(store.read_arrow(WINDOW_LOG, columns=["query"])["query"],
+                                                     query)).as_py():
+        store.delete(WINDOW_LOG, f"query = '{query}'")
 
 
 def timed_messages(rows: pa.Table) -> pa.Table:
@@ -268,7 +283,9 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
                  engine: EngineFactory, read_spark: Callable[[str], object], flush: bool = False) -> dict:
     """Run batch ``record`` (bronze ``rows``) for windowed query ``plan``: emit its windows and
     advance its state. ``engine(read_arrow, read_spark)`` builds the batch's Z-set engine over
-    given readers; ``read_spark`` reads a table at the batch's start. Returns counters."""
+    given readers; ``read_spark`` reads a table at the batch's start. Returns counters and the
+    window log rows of the windows emitted (``log``), for the caller to append with
+    :func:`log_windows`."""
     versions = record.versions
     stored = cache(lambda name: store.read_arrow(name, versions.get(name)))
     start = _state_at(store, plan, versions.get(state_table(plan.name)))
@@ -316,11 +333,9 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     if changes.num_rows:
         writes.append(partial(store.append, changes_table(plan.name),
                               change_rows(plan, record, changes.drop_columns([WINDOW]), tag), txn))
-    if log:
-        gold_version = versions.get(gold_table(plan.name), 0) + int(gold_table(plan.name) in done.tables)
-        writes.append(partial(store.append, windows_table(plan.name),
-                              pa.Table.from_pylist([{**row, "gold_version": gold_version} for row in log],
-                                                   schema=S.WINDOW_LOG), txn))
+    gold_version = versions.get(gold_table(plan.name), 0) + int(gold_table(plan.name) in done.tables)
+    logged = pa.Table.from_pylist([{**row, "query": plan.name, "gold_version": gold_version} for row in log],
+                                  schema=S.WINDOW_LOG)
     if step.buffer is not None:
         if plan.graphs:
             # background messages leave the buffer when a window reads them, not by time: rewritten
@@ -349,4 +364,5 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
             kept += added
     store.concurrently(writes)
     _leave(store, plan, _Left(store.version(state_table(plan.name)), kept, content) if appended else start)
-    return {"windows": len(log), "late": step.late, "answer_changes": int(pc.sum(pc.abs(changes[MULT])).as_py() or 0)}
+    return {"windows": len(log), "late": step.late, "answer_changes": int(pc.sum(pc.abs(changes[MULT])).as_py() or 0),
+            "log": logged}
