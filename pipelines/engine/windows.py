@@ -186,10 +186,12 @@ def _extent_rows(pairs: pa.Table, by_stream: dict[str, _Positions], ranges: Sequ
     ``closes[window]`` is the close the pair is judged at (-1: no window, hence no extent)."""
     columns = ["stream", "pos", "seq", "op", "time_ms", *TRIPLE]
     parts = [_windowed(S.WINDOW_BUFFER.empty_table().select(columns), 0)]
+    subjects = pc.unique(pairs["s"])
     for stream, length in ranges:
-        # the buffer probes a hash table of the pairs (Acero builds on the right): one pass over
-        # the buffer, whose rows outside every candidate triple drop out in the join itself
+        # one pass over the buffer on one column (a hash set of the candidates' subjects), then a
+        # join of the few rows left: the buffer holds the whole window, the candidates a slide
         rows = by_stream[stream].rows.select(columns)
+        rows = rows.filter(pc.is_in(rows["s"], value_set=subjects))
         joined = rows.join(pairs, keys=TRIPLE, join_type="inner", use_threads=False)
         close = closes[joined["window"].to_numpy()]
         pos = joined["pos"].to_numpy()
