@@ -37,6 +37,11 @@ FIXED_TABLES: dict[str, pa.Schema] = {
 #: three under its own lock, ``register`` to the catalog.
 SHARED_TABLES = (BRONZE, QUARANTINE, INGEST_LOG, QUERIES)
 
+#: Key of a batch record's ``stats``: True when the batch (with those before it) took every row of
+#: bronze's version ``bronze_to``, so the next batch reads the change feed from the version after
+#: (re-reading that version, the last batch's own, doubled the rows every batch read).
+BRONZE_TO_DONE = "bronze_to_done"
+
 #: App id carried by every commit a micro-batch makes (version = batch number).
 BATCH_APP = "lakegraph-batch"
 

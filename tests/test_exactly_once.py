@@ -11,6 +11,7 @@ import pytest
 from pipelines.catalog import lookup
 from pipelines.engine.windowed import read_state
 from pipelines.ingest import ingest_paths
+from pipelines.lake import BRONZE_TO_DONE, BatchLog
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
 from pipelines.storage.delta_rs import DeltaRsStore
@@ -127,3 +128,33 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
     assert done.read_arrow("gold_counted").num_rows and done.read_arrow("gold_reached").num_rows
     path = compile_query(parse_query(PREFIXES + QUERIES["reach"], "reach"), "reach").paths[0]
     assert done.read_arrow(path.reach).num_rows and len(done.history(path.reach)) >= 3
+
+
+def test_batches_cut_inside_a_bronze_version_read_its_rest_and_the_next_reads_only_new_versions(spark, tmp_path):
+    """A batch that leaves rows of its last bronze version (``--max-rows``) says so, and the next
+    reads that version again; one that takes them all lets the next read from the version after.
+    The answers are those of one batch over everything either way."""
+    stream = Stream(seed=5, batch_size=60)
+    files = [Stream.write(tmp_path / f"b{i}.jsonl", stream.next_batch()) for i in (0, 1)]
+    lakes, reads = {}, {}
+    for how in ("cut", "whole"):
+        store = DeltaRsStore(str(tmp_path / how), spark)
+        feed = store.changes
+        store.changes = lambda name, start, end=None, how=how: (reads.setdefault(how, []).append(start),
+                                                                  feed(name, start, end))[1]
+        register(store, spark, compile_query(parse_query(PREFIXES + QUERIES["chain"], "chain"), "chain"))
+        ingest_paths(store, [str(files[0])])
+        for _ in range(3 if how == "cut" else 1):     # one batch a run: the next run reads the rest
+            Runner(store, spark).run(max_rows=25 if how == "cut" else None, max_batches=1)
+        ingest_paths(store, [str(files[1])])
+        Runner(store, spark).run()
+        lakes[how] = BatchLog(store).records("done")
+    cut, whole = lakes["cut"], lakes["whole"]
+    first = cut[1].bronze_to
+    assert [r.bronze_to for r in cut[1:-1]] == [first] * (len(cut) - 2) and len(cut) >= 4
+    assert [r.stats[BRONZE_TO_DONE] for r in cut[1:]] == [False] * (len(cut) - 3) + [True, True]
+    assert cut[-1].bronze_from == cut[-1].bronze_to == first + 1 == whole[-1].bronze_from
+    assert cut[-1].seq_to == whole[-1].seq_to
+    # the change feed is read from each cut batch's version, then from the one after it only
+    assert reads["cut"] == [first] * 3 + [first + 1] and reads["whole"] == [first, first + 1]
+    assert snapshot(tmp_path / "cut")["gold_chain"] == snapshot(tmp_path / "whole")["gold_chain"]

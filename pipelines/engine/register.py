@@ -14,7 +14,7 @@ from views.path_views import PathDef
 from views.plan import QueryPlan, ViewDef
 
 from .. import catalog
-from ..lake import BRONZE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
+from ..lake import BRONZE, BRONZE_TO_DONE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
 from ..spark import SparkSource, master_of
 from ..storage import TableStore
 from ..storage.lock import writer
@@ -50,7 +50,7 @@ def checkpoint(store: TableStore) -> BatchRecord:
     seqs = store.read_arrow(BRONZE, head, columns=["seq"])["seq"]
     record = BatchRecord(batch=0, status="done", bronze_from=0, bronze_to=head, seq_from=0,
                          seq_to=pc.max(seqs).as_py() if len(seqs) else 0,
-                         stats={"batch": 0, "messages": len(seqs)})
+                         stats={"batch": 0, "messages": len(seqs), BRONZE_TO_DONE: True})
     log.write(record)
     return record
 

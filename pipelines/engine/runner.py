@@ -25,7 +25,8 @@ from views.plan import QueryPlan
 from views.windows import bare
 
 from .. import catalog
-from ..lake import BATCH_APP, BRONZE, SHARED_TABLES, BatchLog, BatchRecord, changes_table, gold_table, init_lake
+from ..lake import (BATCH_APP, BRONZE, BRONZE_TO_DONE, SHARED_TABLES, BatchLog, BatchRecord, changes_table, gold_table,
+                    init_lake)
 from ..spark import SparkSource, master_of, session
 from ..storage import TableStore, Txn
 from ..storage.lock import writer
@@ -141,9 +142,14 @@ class Runner:
         self.bags = HeldBags(store)
 
     # -- batch boundaries -------------------------------------------------------------------
-    def _pending_rows(self, after: BatchRecord) -> pa.Table:
-        """Bronze rows after the last batch, in seq order (the change feed from its last version)."""
-        feed = self.store.changes(BRONZE, after.bronze_to)
+    def _pending_rows(self, after: BatchRecord, head: int) -> pa.Table:
+        """Bronze rows after the last batch, in seq order: the change feed from the version after its
+        last, or from its last when it left rows of that version (cut by ``--max-rows``) or does not
+        say (a log written before :data:`BRONZE_TO_DONE`). Bronze is at version ``head``."""
+        start = after.bronze_to + 1 if after.stats.get(BRONZE_TO_DONE) else after.bronze_to
+        if start > head:
+            return pa.table({})         # nothing committed since: no rows (and no read)
+        feed = self.store.changes(BRONZE, start)
         feed = feed.filter(pc.and_(pc.equal(feed["_change_type"], "insert"), pc.greater(feed["seq"], after.seq_to)))
         return feed.sort_by("seq")
 
@@ -234,7 +240,8 @@ class Runner:
             last = self.log.last_done()
             record = BatchRecord(batch=last.batch + 1, status="planned", bronze_from=last.bronze_to,
                                  bronze_to=last.bronze_to, seq_from=last.seq_to, seq_to=last.seq_to,
-                                 versions=self._start(plans), stats={"flush": level})
+                                 versions=self._start(plans),
+                                 stats={"flush": level, BRONZE_TO_DONE: last.stats.get(BRONZE_TO_DONE, False)})
             self.log.write(record)
             done(self._process(record, self._rows_of(record), plans))
             self._drain(plans, max_rows, room, done)
@@ -262,17 +269,19 @@ class Runner:
             if version == read_at:
                 break                           # nothing committed to bronze since: no new rows
             last = self.log.last_done()
-            rows = self._pending_rows(last)
+            rows = self._pending_rows(last, version)
             if rows.num_rows == 0:
                 break
             while rows.num_rows and room():
                 take = self._cut(rows, max_rows)
                 batch_rows, rows = rows.slice(0, take), rows.slice(take)
                 versions = batch_rows["_commit_version"]
+                bronze_to = pc.max(versions).as_py()
+                whole = rows.num_rows == 0 or rows["_commit_version"][0].as_py() > bronze_to
                 record = BatchRecord(batch=last.batch + 1, status="planned",
-                                     bronze_from=pc.min(versions).as_py(), bronze_to=pc.max(versions).as_py(),
+                                     bronze_from=pc.min(versions).as_py(), bronze_to=bronze_to,
                                      seq_from=last.seq_to, seq_to=pc.max(batch_rows["seq"]).as_py(),
-                                     versions=self._start(plans))
+                                     versions=self._start(plans), stats={BRONZE_TO_DONE: whole})
                 self.log.write(record)
                 done(self._process(record, batch_rows, plans))
                 ran += 1
@@ -306,7 +315,8 @@ class Runner:
         stats = {"batch": record.batch, "messages": rows.num_rows, "noops": step.noops,
                  "view_changes": sum(t.num_rows for t in step.view_deltas.values()),
                  "answer_changes": step.answer_changes(), "bronze_from": record.bronze_from,
-                 "bronze_to": record.bronze_to, "engine": engine, "windows": 0, "late": 0}
+                 "bronze_to": record.bronze_to, "engine": engine, "windows": 0, "late": 0,
+                 BRONZE_TO_DONE: record.stats.get(BRONZE_TO_DONE, False)}
         read_spark = lambda table: self.store.read(table, versions.get(table))   # noqa: E731
 
         def windowed(plan: QueryPlan) -> dict:
