@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 
 from schemas import tables as S
 from schemas.tables import MULT
+from views.model import validate_name
 from views.plan import QueryPlan, construct
 from views.windows import Clock, bare
 
@@ -144,10 +145,10 @@ def log_windows(store: TableStore, logs: list[pa.Table], txn: Txn | None) -> Non
 
 
 def forget_windows(store: TableStore, query: str) -> None:
-    """Drop query ``query``'s rows from the window log (unregistered, or registered anew)."""
-    if store.exists(WINDOW_LOG) and pc.any(pc.equal(store.read_arrow(WINDOW_LOG, columns=["query"])["query"],
-                                                     query)).as_py():
-        store.delete(WINDOW_LOG, f"query = '{query}'")
+    """Drop query ``query``'s rows from the window log (unregistered, or registered anew). A delete
+    that matches no row commits nothing, so the log is not read first."""
+    if store.exists(WINDOW_LOG):
+        store.delete(WINDOW_LOG, f"query = '{validate_name(query)}'")
 
 
 def timed_messages(rows: pa.Table) -> pa.Table:
