@@ -48,9 +48,10 @@ from pipelines.answers import answers, windows as window_log
 from pipelines.engine import runner as runner_module
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
+from pipelines.engine.window_state import stored_rows
 from pipelines.engine.windowed import read_state
 from pipelines.ingest import ingest_paths
-from pipelines.lake import buffer_table, state_table
+from pipelines.lake import buffer_table
 from pipelines.spark import LazySpark, get_spark
 from pipelines.storage import TableStore, open_store
 from pipelines.storage.spark_arrow import frame_of
@@ -211,12 +212,12 @@ def window_seconds_per_query() -> Iterator[dict[str, float]]:
 
 def _state_rows(store: TableStore, plans: list[QueryPlan]) -> dict:
     """Rows of each query's window buffer and of all its views as a batch reads them (the buffer's
-    live rows, the views consolidated), and the rows their state tables hold (appended to, at most
-    twice their content)."""
+    live rows, the views consolidated), and the rows the window state table holds (appended to, at
+    most twice their content)."""
     states = {p.name: read_state(store, p) for p in plans}
     buffers = {p.name: states[p.name][buffer_table(p.name)].num_rows for p in plans}
     views = sum(states[p.name][v.id].num_rows for p in plans for v in p.views)
-    stored = sum(store.row_count(state_table(p.name)) for p in plans)
+    stored = stored_rows(store)
     return {"buffer": buffers, "views": views, "stored": stored}
 
 

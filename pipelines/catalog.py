@@ -12,7 +12,7 @@ from views.model import validate_name
 from views.plan import QueryPlan, ViewDef
 
 from .lake import (QUERIES, background_table, bag_table, buffer_table, changes_table, gold_table, now, pe_table,
-                   state_table, sums_table)
+                   sums_table)
 from .storage import TableStore
 
 Shared = TypeVar("Shared", ViewDef, PathDef)
@@ -65,7 +65,7 @@ def _by_id(items: Iterable[Shared]) -> list[Shared]:
 
 def shared_tables(plans: list[QueryPlan]) -> list[str]:
     """The tables queries share by canonical form: views, and path views with their reach state. (A
-    windowed query's views are its own, parts of its state table.)"""
+    windowed query's views are its own, parts of its state in the window state table.)"""
     return ([v.id for v in distinct_views([p for p in plans if not p.windowed])]
             + [t for p in distinct_paths(plans) for t in (p.id, p.reach)])
 
@@ -74,7 +74,7 @@ def owned_tables(plan: QueryPlan) -> list[str]:
     """Every table named after the query (the ones unregistering removes)."""
     names = [gold_table(plan.name), changes_table(plan.name), bag_table(plan.name), sums_table(plan.name)]
     names += [pe_table(plan.name, i) for i in range(len(plan.components))]
-    names += [state_table(plan.name), buffer_table(plan.name), background_table(plan.name)]
+    names += [buffer_table(plan.name), background_table(plan.name)]
     return names
 
 

@@ -24,6 +24,8 @@ QUERIES = "queries"
 BATCHES = "batches"
 #: The window log of every windowed query: one table, so a batch logs all its windows in one commit.
 WINDOW_LOG = "window_log"
+#: The state of every windowed query: one table, so a batch writes all their states in one commit.
+WINDOW_STATE = "window_state"
 
 FIXED_TABLES: dict[str, pa.Schema] = {
     BRONZE: S.BRONZE,
@@ -32,6 +34,7 @@ FIXED_TABLES: dict[str, pa.Schema] = {
     QUERIES: S.QUERIES,
     BATCHES: S.BATCHES,
     WINDOW_LOG: S.WINDOW_LOG,
+    WINDOW_STATE: S.WINDOW_STATE,
 }
 #: The tables other commands may commit to while a run goes on: ``ingest`` appends to the first
 #: three under its own lock, ``register`` to the catalog.
@@ -67,15 +70,9 @@ def sums_table(query: str) -> str:
     return f"pe_{query}_sums"
 
 
-def state_table(query: str) -> str:
-    """A windowed query's own state: its views, partial embeddings, progress and (without
-    background graphs) buffer, as parts of one table (:mod:`pipelines.engine.window_state`)."""
-    return f"w_{query}_state"
-
-
 def buffer_table(query: str) -> str:
-    """A windowed query's messages that a future window still needs: a part of its state table, or
-    a table of its own for a query with background graphs."""
+    """A windowed query's messages that a future window still needs: a part of its state in the
+    window state table, or a table of its own for a query with background graphs."""
     return f"w_{query}_buffer"
 
 
@@ -86,7 +83,7 @@ def background_table(query: str) -> str:
 
 def progress_table(query: str) -> str:
     """A windowed query's progress after each batch (event times seen, windows emitted, late
-    messages): a part of its state table."""
+    messages): a part of its state in the window state table."""
     return f"w_{query}_progress"
 
 

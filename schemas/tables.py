@@ -137,6 +137,18 @@ WINDOW_LOG = pa.schema([
     pa.field("gold_version", pa.int64(), nullable=False),
 ])
 
+#: The state of every windowed query, one table for the lake (:mod:`pipelines.engine.window_state`):
+#: a row holds one part of one query's state (a view, a partial embedding, its buffer, its progress)
+#: as a batch changed it, ``rows`` rows encoded as an Arrow IPC stream in ``data`` (each part has
+#: its own columns, so no one table schema fits them all).
+WINDOW_STATE = pa.schema([
+    pa.field("query", pa.string(), nullable=False),
+    pa.field("batch", pa.int64(), nullable=False),
+    pa.field("part", pa.string(), nullable=False),
+    pa.field("rows", pa.int64(), nullable=False),
+    pa.field("data", pa.binary(), nullable=False),
+])
+
 
 def rows(table: pa.Table) -> list[dict]:
     """``table.to_pylist()`` with UTC timestamps as aware datetimes, without importing pandas.

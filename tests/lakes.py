@@ -7,9 +7,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+
 from pipelines.cli import Context
 from pipelines.cli.ops import add_commands
 from pipelines.ingest import ingest_paths
+from pipelines.lake import WINDOW_STATE
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
 from pipelines.storage import TableStore, open_store
@@ -33,8 +36,15 @@ def snapshot(root: Path, ignore: tuple[str, ...] = ()) -> dict[str, list[str]]:
         table = store.read_arrow(name)
         drop = [c for c in WRITE_TIMES + ignore if c in table.schema.names]
         rows = table.drop_columns(drop).to_pylist()
-        out[name] = sorted(map(repr, rows))
+        out[name] = sorted(map(repr, _unpacked(rows) if name == WINDOW_STATE else rows))
     return out
+
+
+def _unpacked(rows: list[dict]) -> list[dict]:
+    """The window state table's rows one per row of the part each holds (encoded in ``data``):
+    the order of a part's rows within its encoding is not content either."""
+    return [{**{k: v for k, v in row.items() if k not in ("data", "rows")}, "row": part}
+            for row in rows for part in pa.ipc.open_stream(row["data"]).read_all().to_pylist()]
 
 
 @dataclass

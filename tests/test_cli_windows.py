@@ -73,7 +73,7 @@ def test_misuse_is_one_line(lake, capsys, argv, message):
     assert len(err) == 1 and message in err[0], err
 
 
-def test_queries_share_the_window_log_and_unregistering_takes_out_only_its_rows(lake, tmp_path, capsys):
+def test_queries_share_the_window_log_and_state_and_unregistering_takes_out_only_their_rows(lake, tmp_path, capsys):
     copy = str(tmp_path / "lake")
     shutil.copytree(lake, copy)
     mine = ["window", "close", "answers"]
@@ -83,8 +83,9 @@ def test_queries_share_the_window_log_and_unregistering_takes_out_only_its_rows(
         again = json.loads(_out(copy, capsys, "windows", "again", "--format", "json"))["windows"]
         assert [{k: w[k] for k in mine} for w in again] == before
         _out(copy, capsys, "unregister", "again")
-    logged = _out(copy, capsys, "sql", "SELECT query, count(*) AS n FROM window_log GROUP BY query")
-    assert "together" in logged and "again" not in logged
+    for table in ("window_log", "window_state"):
+        rows = _out(copy, capsys, "sql", f"SELECT query, count(*) AS n FROM {table} GROUP BY query")
+        assert "together" in rows and "again" not in rows, table
 
 
 def test_window_options_on_a_query_without_windows_are_refused(lake, tmp_path, capsys):

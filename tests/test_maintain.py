@@ -95,4 +95,4 @@ def test_the_maintain_command(lake, tmp_path, capsys):
     ctx = ops_context(store, ["maintain"])
     ctx.args.func(ctx)
     out = capsys.readouterr().out
-    assert "(retention 168 h)" in out and out.splitlines()[-1].startswith("maintained 10 table(s)")
+    assert "(retention 168 h)" in out and out.splitlines()[-1].startswith("maintained 11 table(s)")

@@ -355,8 +355,11 @@ def explain(plan: QueryPlan) -> str:
                      "answers are the bindings with positive count)")
     lines.append(f"  gold: gold_{plan.name} (answers), gold_{plan.name}_changes (answer changes per batch)")
     if plan.windowed:
-        lines.append(f"  window state: w_{plan.name}_buffer (messages future windows need), w_{plan.name}_background, "
-                     f"w_{plan.name}_progress" + (f"; window log: window_log (query = '{plan.name}')" if plan.streams else ""))
+        buffer = f"w_{plan.name}_buffer (messages future windows need)"
+        lines.append(f"  window state: window_state (query = '{plan.name}': its views, partial embeddings, "
+                     + ("" if plan.graphs else f"{buffer}, ") + f"w_{plan.name}_progress), "
+                     + (f"{buffer}, " if plan.graphs else "") + f"w_{plan.name}_background"
+                     + (f"; window log: window_log (query = '{plan.name}')" if plan.streams else ""))
     if len(plan.components) > 1:
         lines.append("answers: " + " × ".join(f"C{k}" for k in range(len(plan.components)))
                      + "; Δ(C0 × ... × Cn) = Σ_i C0' × ... × ΔCi × ... × Cn (' = after the batch)")

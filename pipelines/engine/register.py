@@ -14,7 +14,8 @@ from views.path_views import PathDef
 from views.plan import QueryPlan, ViewDef
 
 from .. import catalog
-from ..lake import BRONZE, BRONZE_TO_DONE, BatchLog, BatchRecord, changes_table, gold_table, init_lake
+from ..lake import (BRONZE, BRONZE_TO_DONE, WINDOW_STATE, BatchLog, BatchRecord, changes_table, gold_table,
+                    init_lake)
 from ..spark import SparkSource, master_of
 from ..storage import TableStore
 from ..storage.lock import writer
@@ -26,7 +27,7 @@ from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
 from .step import change_rows, changes_schema, gold_schema
 from .views import triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow, view_schema
 from .window_state import last_progress
-from .windowed import forget_state, forget_windows, log_windows, run_windowed, window_tables
+from .windowed import forget_state, forget_windows, run_windowed, window_tables, write_windows
 from .windows import Progress
 from .zsets import ZSetEngine
 
@@ -147,11 +148,12 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
     rows = bronze.filter(pc.less_equal(bronze["seq"], at.seq_to)).sort_by("seq")
     replay = BatchRecord(batch=at.batch, status="planned", bronze_from=at.bronze_from, bronze_to=at.bronze_to,
                          seq_from=at.seq_from, seq_to=at.seq_to,
-                         versions={name: store.version(name) for name in tables})
+                         versions={name: store.version(name) for name in [*tables, WINDOW_STATE]})
     done = run_windowed(store, plan, rows, replay, lambda arrow, read: zset_engine(engine, spark, arrow, read),
                         lambda name: store.read(name, replay.versions.get(name)))
-    # without the batch's transaction: the log, unlike the query's own tables, already holds it
-    log_windows(store, [done["log"]], None)
+    # without the batch's transaction: the lake's window tables, unlike the query's own, already
+    # hold it; and appended, as the other queries' states are not at hand to fold the table
+    write_windows(store, [done], at.batch, None, whole=False)
     return last_progress(store, plan.name)
 
 

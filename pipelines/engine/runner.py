@@ -25,8 +25,8 @@ from views.plan import QueryPlan
 from views.windows import bare
 
 from .. import catalog
-from ..lake import (BATCH_APP, BRONZE, BRONZE_TO_DONE, SHARED_TABLES, BatchLog, BatchRecord, changes_table, gold_table,
-                    init_lake)
+from ..lake import (BATCH_APP, BRONZE, BRONZE_TO_DONE, SHARED_TABLES, WINDOW_STATE, BatchLog, BatchRecord,
+                    changes_table, gold_table, init_lake)
 from ..spark import SparkSource, master_of, session
 from ..storage import TableStore, Txn
 from ..storage.lock import writer
@@ -38,7 +38,7 @@ from .held import HeldTables, held_tables
 from .held_bags import HeldBags
 from .spark import SparkZSets, filter_arrow
 from .step import change_rows, commit, compute
-from .windowed import log_windows, run_windowed, window_tables
+from .windowed import run_windowed, window_tables, write_windows
 from .zsets import ZSetEngine
 
 @dataclass
@@ -170,7 +170,7 @@ class Runner:
         for plan in plans:
             names += [gold_table(plan.name), changes_table(plan.name)]
             names += list(window_tables(plan)) if plan.windowed else list(state_tables(plan))
-        return names
+        return names + [WINDOW_STATE] * any(plan.windowed for plan in plans)
 
     def _versions(self, plans) -> dict[str, int]:
         """Every state table's newest version. At a run's start each table's log is listed once
@@ -324,12 +324,11 @@ class Runner:
                                 lambda arrow, spark: zset_engine(engine, self._spark, arrow, spark),
                                 read_spark, flush=plan.name in record.stats.get("flush", ()))
 
-        logs = []
-        for done in _each(windowed, [p for p in plans if p.windowed], engine):
+        results = list(_each(windowed, [p for p in plans if p.windowed], engine))
+        for result in results:
             for key in ("windows", "late", "answer_changes"):
-                stats[key] += done[key]
-            logs.append(done["log"])
-        log_windows(self.store, logs, txn)
+                stats[key] += result[key]
+        write_windows(self.store, results, record.batch, txn)
         done = BatchRecord(batch=record.batch, status="done", bronze_from=record.bronze_from,
                            bronze_to=record.bronze_to, seq_from=record.seq_from, seq_to=record.seq_to,
                            versions=self._versions(plans), stats=stats)

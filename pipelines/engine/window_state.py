@@ -1,12 +1,16 @@
-"""A windowed query's own state in one Delta table: its views, partial embeddings (and bag and
-running sums), its progress and, without background graphs, its buffer.
+"""Every windowed query's own state in one Delta table of the lake
+(:data:`~pipelines.lake.WINDOW_STATE`): its views, partial embeddings (and bag and running sums),
+its progress and, without background graphs, its buffer.
 
-Each of these *parts* is a struct column of the state table, and a row holds one part's row,
-tagged in :data:`TAG` with the part's name (the name the part had as a table of its own). A batch
-of a windowed query changes a dozen small parts, and as tables each took a Delta commit and a log
-read whatever its size: with 10 s batches over a 100 s window, the commits were most of a batch's
-time. As one table, a batch appends all its signed rows in one commit, and rewrites the table
-consolidated once its rows pass twice its content (:func:`pipelines.engine.windowed.run_windowed`).
+Each of these *parts* has its own columns, so a row of the table holds one part of one query as
+one batch changed it: its rows as an Arrow IPC stream, with the query, the batch, the part's name
+(the name the part had as a table of its own) and its row count beside it. With 10 s batches over
+a 100 s window a batch changes a dozen small parts per query, and a Delta commit costs more than
+computing them: one table for every part of every query takes one commit per batch
+(:func:`pipelines.engine.windowed.write_windows`), where a table per part took one per part and
+then a table per query one per query. A batch appends its signed rows, and rewrites the table
+consolidated once its rows would pass twice the content of all its queries
+(:mod:`pipelines.engine.merge_on_read`).
 
 The parts keep their meaning: the views and partial embeddings are Z-sets (any number of rows per
 key, summing to its multiplicity), the buffer is read through
@@ -14,29 +18,25 @@ key, summing to its multiplicity), the buffer is read through
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterator, Mapping
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas import tables as S
 from views.plan import QueryPlan
 
-from ..lake import buffer_table, progress_table, state_table
+from ..lake import WINDOW_STATE, buffer_table, progress_table
 from ..storage import TableStore
 from .bgp import state_tables
 from .views import view_schema
 from .windows import Progress
 
-#: The column naming the part a row of the state table belongs to.
-TAG = "_part"
-
 
 def parts(plan: QueryPlan) -> dict[str, pa.Schema]:
-    """The parts of windowed query ``plan``'s state table, by name, with their schemas. The buffer
-    of a query with background graphs stays a table of its own: background messages leave it when
-    a window reads them, not by time, so it is rewritten at every batch."""
+    """The parts of windowed query ``plan``'s state, by name, with their schemas. The buffer of a
+    query with background graphs stays a table of its own: background messages leave it when a
+    window reads them, not by time, so it is rewritten at every batch."""
     named = {v.id: view_schema(v) for v in plan.views}
     named.update(state_tables(plan))
     if not plan.graphs:
@@ -50,65 +50,52 @@ def zsets(plan: QueryPlan) -> set[str]:
     return {v.id for v in plan.views} | set(state_tables(plan))
 
 
-def _struct(schema: pa.Schema) -> pa.StructType:
-    # every field nullable: a row of another part holds a null struct here
-    return pa.struct([field.with_nullable(True) for field in schema])
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
-def table_schema(plan: QueryPlan) -> pa.Schema:
-    """The Delta schema of the state table."""
-    return pa.schema([pa.field(TAG, pa.string(), nullable=False)]
-                     + [pa.field(name, _struct(schema)) for name, schema in parts(plan).items()])
+def encode(query: str, batch: int, rows: Mapping[str, pa.Table]) -> pa.Table:
+    """The state table's rows holding ``rows`` (by part name) of query ``query`` after batch
+    ``batch`` (a part without rows has none)."""
+    kept = [(name, table) for name, table in rows.items() if table.num_rows]
+    return pa.table({"query": [query] * len(kept), "batch": [batch] * len(kept), "part": [n for n, _ in kept],
+                     "rows": [t.num_rows for _, t in kept], "data": [_ipc(t) for _, t in kept]},
+                    schema=S.WINDOW_STATE)
 
 
-def _runs(stored: pa.Table) -> dict[str, list[tuple[int, int]]]:
-    """Each part's runs of rows (offset, length) in the stored rows. A write puts each part's rows
-    together, so there are a few runs per write, and slicing them copies nothing (filtering the
-    struct columns by tag copied every part's column once per part)."""
-    if not stored.num_rows:
-        return {}
-    tags = stored[TAG].combine_chunks().dictionary_encode()
-    codes = tags.indices.to_numpy()
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(codes)) + 1])
-    ends = np.append(starts[1:], len(codes))
-    runs: dict[str, list[tuple[int, int]]] = {}
-    for start, end in zip(starts.tolist(), ends.tolist()):
-        runs.setdefault(tags.dictionary[codes[start]].as_py(), []).append((start, end - start))
-    return runs
+def _stored_parts(stored: pa.Table, query: str, part: str | None = None) -> Iterator[tuple[str, pa.Table]]:
+    """The (part, rows) of query ``query`` (of its part ``part`` only, when given) in the state
+    table's ``stored`` rows, in stored order; each read from its IPC stream without a copy."""
+    for batch in stored.select(["query", "part", "data"]).to_batches():
+        queries, names, data = batch.column(0).to_pylist(), batch.column(1).to_pylist(), batch.column(2)
+        for i, (owner, name) in enumerate(zip(queries, names)):
+            if owner == query and (part is None or name == part):
+                yield name, pa.ipc.open_stream(data[i].as_buffer()).read_all()
 
 
-def _part(stored: pa.Table, runs: list[tuple[int, int]], name: str, schema: pa.Schema) -> pa.Table:
-    """Part ``name``'s rows of the state table's ``stored`` rows, at ``runs``."""
-    batches = [pa.RecordBatch.from_struct_array(chunk) for start, length in runs
-               for chunk in stored[name].slice(start, length).chunks if len(chunk)]
-    return pa.Table.from_batches(batches).cast(schema) if batches else schema.empty_table()
+def decode(plan: QueryPlan, stored: pa.Table) -> dict[str, pa.Table]:
+    """Each part of windowed query ``plan`` in the state table's ``stored`` rows (every part, empty
+    when it has none)."""
+    schemas = parts(plan)
+    found: dict[str, list[pa.Table]] = {}
+    for name, table in _stored_parts(stored, plan.name):
+        if name in schemas:
+            found.setdefault(name, []).append(table.select(schemas[name].names).cast(schemas[name]))
+    return {name: pa.concat_tables(found[name]) if name in found else schema.empty_table()
+            for name, schema in schemas.items()}
 
 
-def unpack(plan: QueryPlan, stored: pa.Table) -> dict[str, pa.Table]:
-    """Each part's stored rows (every part, empty when it has none)."""
-    runs = _runs(stored)
-    return {name: _part(stored, runs.get(name, []), name, schema) for name, schema in parts(plan).items()}
-
-
-def pack(plan: QueryPlan, rows: Mapping[str, pa.Table]) -> pa.Table:
-    """The state table's rows holding ``rows`` (by part name)."""
-    schema = table_schema(plan)
-    pieces = []
-    for name, table in rows.items():
-        if not table.num_rows:
-            continue
-        n = table.num_rows
-        struct = schema.field(name).type
-        values = pa.StructArray.from_arrays(
-            [table[f.name].combine_chunks().cast(f.type) for f in struct], fields=list(struct))
-        columns = [pa.repeat(pa.scalar(name, pa.string()), n)]
-        columns += [values if f.name == name else pa.nulls(n, f.type) for f in list(schema)[1:]]
-        pieces.append(pa.Table.from_arrays(columns, schema=schema))
-    return pa.concat_tables(pieces) if pieces else schema.empty_table()
+def stored_rows(store: TableStore, version: int | None = None) -> int:
+    """How many part rows the state table holds (at ``version``): what its content is folded against."""
+    return int(pc.sum(store.read_arrow(WINDOW_STATE, version, columns=["rows"])["rows"]).as_py() or 0)
 
 
 def last_progress(store: TableStore, query: str, version: int | None = None) -> Progress:
-    """Windowed query ``query``'s progress after its last batch (at ``version`` of its state)."""
-    name = progress_table(query)
-    stored = store.read_arrow(state_table(query), version, columns=[TAG, name])
-    return Progress.last(_part(stored, _runs(stored).get(name, []), name, S.WINDOW_PROGRESS))
+    """Windowed query ``query``'s progress after its last batch (at ``version`` of the state table)."""
+    stored = store.read_arrow(WINDOW_STATE, version)
+    rows = [table for _, table in _stored_parts(stored, query, progress_table(query))]
+    return Progress.last(pa.concat_tables([t.cast(S.WINDOW_PROGRESS) for t in rows]) if rows
+                         else S.WINDOW_PROGRESS.empty_table())

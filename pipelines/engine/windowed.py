@@ -8,15 +8,14 @@ each view is scanned once per batch, not once per window. Otherwise (the Spark e
 each window is one step of the ordinary engine (:mod:`pipelines.engine.step`) computed in memory:
 later windows of a batch read the state tables as the batch started plus the earlier windows'
 changes (an overlay). Either way every window is computed from the versions the batch log
-recorded, as a batch is. Then the query's state table (:mod:`pipelines.engine.window_state`: its
-views, partial embeddings, buffer and progress) gets one commit, appending the batch's signed rows
-(or, once its rows would pass twice its content, rewriting it consolidated); each other table the
-windows changed (gold, path state) is written once, whole (a Delta MERGE rewrites the files it
-touches anyway, and costs several times a plain write); the answer changes of every window
-(tagged with it) are appended, the background graphs merged; the window log rows go back to the
-runner, which appends every windowed query's in one commit; every commit with the batch's app
-transaction: a Delta commit costs more than a window's computation, and a crash anywhere re-runs
-the batch like any other. So the gold table holds the RStream of each batch's last
+recorded, as a batch is. Each table the windows changed (gold, path state) is written once, whole
+(a Delta MERGE rewrites the files it touches anyway, and costs several times a plain write); the
+answer changes of every window (tagged with it) are appended, the background graphs merged. The
+query's state (:mod:`pipelines.engine.window_state`: its views, partial embeddings, buffer and
+progress) and its window log rows go back to the runner, which writes every windowed query's in
+one commit of the lake's window state table and one of its window log (:func:`write_windows`);
+every commit with the batch's app transaction: a Delta commit costs more than a window's
+computation, and a crash anywhere re-runs the batch like any other. So the gold table holds the RStream of each batch's last
 window; an earlier window's is that minus the batch's later windows' changes
 (:func:`pipelines.answers.window_answers`).
 """
@@ -41,17 +40,17 @@ from views.plan import QueryPlan, construct
 from views.windows import Clock, bare
 
 from .. import catalog
-from ..lake import (BATCH_APP, WINDOW_LOG, BatchRecord, background_table, buffer_table, changes_table,
-                    gold_table, progress_table, state_table)
+from ..lake import (BATCH_APP, WINDOW_LOG, WINDOW_STATE, BatchRecord, background_table, buffer_table,
+                    changes_table, gold_table, progress_table)
 from ..ingest import ingest_generated
 from ..storage import TableStore, Txn
-from .arrow import consolidate
+from .arrow import consolidate, plus
 from .bgp import GOLD, QueryMaintainer
 from .intervals import WINDOW, IntervalZSets, last_window, view_intervals, window_changes
 from .merge_on_read import folds
 from .step import change_rows, compute, gold_schema, unbind_stamps
 from .views import probe_arrow, view_schema
-from .window_state import pack, table_schema as state_schema, unpack, zsets
+from .window_state import decode, encode, stored_rows, zsets
 from .windows import Emission, Progress, WindowStep, live_buffer, window_step
 from .zsets import ZSetEngine
 
@@ -62,8 +61,8 @@ EngineFactory = Callable[[Callable[[str], pa.Table], Callable[[str], object]], Z
 
 
 def _as_read(plan: QueryPlan, name: str, rows: pa.Table, progress: Progress) -> pa.Table:
-    """The stored ``rows`` of part ``name`` of windowed query ``plan``'s state table as a batch
-    reads them, which is what a rewrite keeps: a Z-set consolidated (a batch appends its signed
+    """The stored ``rows`` of part ``name`` of windowed query ``plan``'s state as a batch reads
+    them, which is what a rewrite keeps: a Z-set consolidated (a batch appends its signed
     change to it), the buffer's live rows (a batch appends its new messages; ``progress`` the
     query's progress the buffer was written with), the progress's last row."""
     if name in zsets(plan):
@@ -77,71 +76,115 @@ def _as_read(plan: QueryPlan, name: str, rows: pa.Table, progress: Progress) -> 
 
 @dataclass(frozen=True)
 class _Left:
-    """A windowed query's state table as a batch of this process left it: its version, the rows it
-    holds, and each part as a batch reads it."""
+    """A windowed query's state as a batch of this process left it: the window state table's
+    version then, and each part as a batch reads it."""
 
     version: int
-    rows: int
     parts: dict[str, pa.Table]
 
 
-#: Per store, what the last batch of each windowed query left. The next batch of the process
-#: starts from it rather than reading and consolidating every part again, which cost as much as
-#: computing the batch's windows (a version never changes, so what it held stays true).
+#: Per store, what the last batch of each windowed query left, and how many part rows the window
+#: state table held at which version. The next batch of the process starts from them rather than
+#: reading and consolidating every part again, which cost as much as computing the batch's windows
+#: (a version never changes, so what it held stays true).
 _LEFT: WeakKeyDictionary[TableStore, dict[str, _Left]] = WeakKeyDictionary()
+_STORED: WeakKeyDictionary[TableStore, tuple[int, int]] = WeakKeyDictionary()
 _LEFT_LOCK = Lock()
 
 
 def _state_at(store: TableStore, plan: QueryPlan, version: int | None) -> _Left:
-    """Windowed query ``plan``'s state table at ``version``: from what this process's last batch
-    left, or read."""
+    """Windowed query ``plan``'s state at ``version`` of the window state table: from what this
+    process's last batch left, or read."""
     with _LEFT_LOCK:
         left = _LEFT.get(store, {}).get(plan.name)
     if left is not None and left.version == version:
         return left
-    stored = store.read_arrow(state_table(plan.name), version)
-    named = unpack(plan, stored)
+    named = decode(plan, store.read_arrow(WINDOW_STATE, version))
     progress = Progress.last(named[progress_table(plan.name)])
-    return _Left(version, stored.num_rows, {name: _as_read(plan, name, rows, progress) for name, rows in named.items()})
+    return _Left(version, {name: _as_read(plan, name, rows, progress) for name, rows in named.items()})
 
 
-def _leave(store: TableStore, plan: QueryPlan, left: _Left) -> None:
+def _stored_at(store: TableStore, version: int) -> int:
+    """How many part rows the window state table holds at ``version``."""
     with _LEFT_LOCK:
-        _LEFT.setdefault(store, {})[plan.name] = left
+        known = _STORED.get(store)
+    return known[1] if known is not None and known[0] == version else stored_rows(store, version)
 
 
 def forget_state(store: TableStore, query: str) -> None:
-    """Forget what the last batch of windowed query ``query`` left: its state table is dropped
-    (unregistered, or registered anew), and a new one counts its versions from 0 again."""
+    """Drop windowed query ``query``'s state (unregistered, or registered anew): its rows of the
+    window state table, and what its last batch in this process left. A delete that matches no
+    row commits nothing."""
     with _LEFT_LOCK:
         _LEFT.get(store, {}).pop(query, None)
+    if store.exists(WINDOW_STATE):
+        store.delete(WINDOW_STATE, f"query = '{validate_name(query)}'")
 
 
 def read_state(store: TableStore, plan: QueryPlan) -> dict[str, pa.Table]:
-    """Every part of windowed query ``plan``'s state table as a batch reads it (its content: the
-    rows it holds are at most :data:`~pipelines.engine.merge_on_read.FOLD` times as many)."""
+    """Every part of windowed query ``plan``'s state as a batch reads it (its content: the window
+    state table holds at most :data:`~pipelines.engine.merge_on_read.FOLD` times the content of
+    all its queries)."""
     return _state_at(store, plan, None).parts
 
 
 def window_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
-    """The window tables of a windowed query (none for a query over the whole graph): its state
-    (views, partial embeddings, progress and buffer), its background graphs, and the buffer of a
-    query with background graphs. (Its windows are logged in the lake's window log.)"""
+    """The window tables of a windowed query (none for a query over the whole graph): its
+    background graphs, and the buffer of a query with background graphs. (Its state is in the
+    lake's window state table, its windows in the lake's window log.)"""
     if not plan.windowed:
         return {}
-    tables = {state_table(plan.name): state_schema(plan), background_table(plan.name): S.WINDOW_BACKGROUND}
+    tables = {background_table(plan.name): S.WINDOW_BACKGROUND}
     if plan.graphs:
         tables[buffer_table(plan.name)] = S.WINDOW_BUFFER
     return tables
 
 
-def log_windows(store: TableStore, logs: list[pa.Table], txn: Txn | None) -> None:
-    """Append the window log rows of a batch's windowed queries (each :func:`run_windowed`'s
-    ``log``) in one commit: one per batch, not one per query, as a Delta commit costs more than a
-    query's windows in a batch of 10 s."""
-    rows = [log for log in logs if log.num_rows]
-    if rows:
-        store.append(WINDOW_LOG, pa.concat_tables(rows), txn)
+@dataclass(frozen=True)
+class StateChange:
+    """What a batch does to one windowed query's state: the signed rows it appends to each part,
+    and each part as the next batch reads it."""
+
+    plan: QueryPlan
+    appended: dict[str, pa.Table]
+    content: dict[str, pa.Table]
+
+
+def write_windows(store: TableStore, done: list[dict], batch: int, txn: Txn | None, whole: bool = True) -> None:
+    """Commit what a batch's windowed queries did (each :func:`run_windowed`'s result) to the
+    lake's window state table and window log: one commit each for all the queries, as a Delta
+    commit costs more than a query's windows in a batch of 10 s. The state table gets the batch's
+    signed rows appended; or, when ``whole`` (``done`` holds every windowed query of the lake) and
+    its rows would pass twice the content of them all, it is rewritten with that content.
+    Registration writes its one query's replay with ``whole`` False and no transaction (the log
+    already holds the batch's)."""
+    changes: list[StateChange] = [d["state"] for d in done]
+    added = sum(t.num_rows for c in changes for t in c.appended.values())
+    writes = []
+    state = before = None
+    if added:
+        before = store.version(WINDOW_STATE)
+        content = sum(t.num_rows for c in changes for t in c.content.values())
+        if whole and folds(_stored_at(store, before), added, content):
+            rows = pa.concat_tables([encode(c.plan.name, batch, c.content) for c in changes])
+            state, kept = partial(store.overwrite, WINDOW_STATE, rows, txn), content
+        else:
+            rows = pa.concat_tables([encode(c.plan.name, batch, c.appended) for c in changes])
+            state, kept = partial(store.append, WINDOW_STATE, rows, txn), _stored_at(store, before) + added
+        writes.append(state)
+    logs = [d["log"] for d in done if d["log"].num_rows]
+    if logs:
+        writes.append(partial(store.append, WINDOW_LOG, pa.concat_tables(logs), txn))
+    store.concurrently(writes)
+    version = store.version(WINDOW_STATE) if state is not None else None
+    if version != before:
+        # every query's state stands at the new version, which added only what it says (a re-run
+        # that finds the batch committed leaves the next batch to read it)
+        with _LEFT_LOCK:
+            _STORED[store] = (version, kept)
+            left = _LEFT.setdefault(store, {})
+            for change in changes:
+                left[change.plan.name] = _Left(version, change.content)
 
 
 def forget_windows(store: TableStore, query: str) -> None:
@@ -267,7 +310,7 @@ def _all_at_once(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Tab
         if delta.num_rows:
             before = base(name).select(schema.names).cast(schema)
             deltas[name] = delta.select(schema.names).cast(schema)
-            tables[name] = consolidate(pa.concat_tables([before, deltas[name]]), keys).cast(schema)
+            tables[name] = plus(before, deltas[name], keys).cast(schema)
     changes = window_changes(gold, plan.projection, n)
     return _Windows(tables, unbind_stamps(plan, changes.drop_columns([WINDOW])).append_column(WINDOW, changes[WINDOW]),
                     deltas)
@@ -285,11 +328,11 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     """Run batch ``record`` (bronze ``rows``) for windowed query ``plan``: emit its windows and
     advance its state. ``engine(read_arrow, read_spark)`` builds the batch's Z-set engine over
     given readers; ``read_spark`` reads a table at the batch's start. Returns counters and the
-    window log rows of the windows emitted (``log``), for the caller to append with
-    :func:`log_windows`."""
+    window log rows of the windows emitted (``log``) and the change of its state (``state``, a
+    :class:`StateChange`), for the caller to write with :func:`write_windows`."""
     versions = record.versions
     stored = cache(lambda name: store.read_arrow(name, versions.get(name)))
-    start = _state_at(store, plan, versions.get(state_table(plan.name)))
+    start = _state_at(store, plan, versions.get(WINDOW_STATE))
     state = start.parts
     progress = Progress.last(state[progress_table(plan.name)])
     base = cache(lambda name: state[name] if name in state else stored(name))
@@ -324,7 +367,7 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
             _emit_stream(store, plan, emission, gold)
     txn = Txn(BATCH_APP, record.batch)
     writes = []
-    # the state table's parts: what the batch appends to each, and each one's content after it
+    # the state's parts: what the batch appends to each, and each one's content after it
     appended, content = {}, {}
     for name, table in done.tables.items():
         if name in state:
@@ -352,18 +395,7 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     after = replace(step.progress, answers=final)
     if replace(after, batch=progress.batch) != progress:      # a batch that did nothing writes nothing
         appended[progress_table(plan.name)] = content[progress_table(plan.name)] = after.table()
-    kept = start.rows
-    if appended:
-        content = {name: content[name] if name in content else state[name] for name in state}
-        added = sum(t.num_rows for t in appended.values())
-        folded = sum(t.num_rows for t in content.values())
-        if folds(start.rows, added, folded):
-            writes.append(partial(store.overwrite, state_table(plan.name), pack(plan, content), txn))
-            kept = folded
-        else:
-            writes.append(partial(store.append, state_table(plan.name), pack(plan, appended), txn))
-            kept += added
     store.concurrently(writes)
-    _leave(store, plan, _Left(store.version(state_table(plan.name)), kept, content) if appended else start)
+    content = {name: content[name] if name in content else state[name] for name in state}
     return {"windows": len(log), "late": step.late, "answer_changes": int(pc.sum(pc.abs(changes[MULT])).as_py() or 0),
-            "log": logged}
+            "log": logged, "state": StateChange(plan, appended, content)}

@@ -28,6 +28,8 @@ def arrow_type_to_spark(t: pa.DataType) -> T.DataType:
         return T.DoubleType()
     if pa.types.is_timestamp(t):
         return T.TimestampType()
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return T.BinaryType()
     raise TypeError(f"no Spark type for Arrow type {t}")
 
 
