@@ -249,14 +249,14 @@ def markdown(records: list[dict]) -> str:
              "stream reading and window building plus that query. The settings differ: SPECTRA (Java, "
              "Xeon E3-1246 v3, 32 GB) keeps its views and indexes in memory and answers per event, on tumbling "
              "windows (each triple in one window), after pruning triples no pattern can match; lakegraph makes every window durable "
-             "(per query and batch, a Delta commit of its state table, of its answers and of their changes, and "
-             f"per batch one of the window log of all queries, so a crash resumes at the last batch) on windows sliding by {config['step_s']} s (each triple in RANGE/STEP "
+             "(per query and batch, a Delta commit of its answers and one of their changes, and per batch one of "
+             f"the window state and one of the window log of all queries, so a crash resumes at the last batch) on windows sliding by {config['step_s']} s (each triple in RANGE/STEP "
              "windows), pruning likewise the stream triples no pattern of a query matches before its window "
              "buffer, in Python on 2 cores.", "",
              "## Where the time goes", "",
              *_costs(records), "",
              "Re-evaluation pays for the window's whole content at every window; lakegraph pays for what "
-             "enters and leaves plus a fixed cost per batch and query (its three Delta commits and the Arrow calls of one pass over all of the batch's windows). "
+             "enters and leaves plus a fixed cost per batch and query (its two Delta commits and the Arrow calls of one pass over all of the batch's windows). "
              "So the ratio lakegraph ÷ re-evaluation grows with RANGE/STEP and with the rate (more triples per "
              "window over the same fixed cost), and shrinks when windows are small or the slide is large.", "",
              "## Longer batches", "",

@@ -50,11 +50,13 @@ def zsets(plan: QueryPlan) -> set[str]:
     return {v.id for v in plan.views} | set(state_tables(plan))
 
 
-def _ipc(table: pa.Table) -> bytes:
+def _ipc(table: pa.Table) -> memoryview:
+    """``table`` as an Arrow IPC stream, a view of its buffer (a part of a fold holds its whole
+    content: copying it to ``bytes`` first copied it twice)."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return memoryview(sink.getvalue())
 
 
 def encode(query: str, batch: int, rows: Mapping[str, pa.Table]) -> pa.Table:

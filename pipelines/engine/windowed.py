@@ -142,11 +142,14 @@ def window_tables(plan: QueryPlan) -> dict[str, pa.Schema]:
 
 @dataclass(frozen=True)
 class StateChange:
-    """What a batch does to one windowed query's state: the signed rows it appends to each part,
-    and each part as the next batch reads it."""
+    """What a batch does to one windowed query's state: the window state table's rows holding the
+    signed rows it appends to each part (encoded by the query's own thread, not at the batch's
+    end, where the runner writes every query's), how many part rows they hold, and each part as
+    the next batch reads it."""
 
     plan: QueryPlan
-    appended: dict[str, pa.Table]
+    appended: pa.Table
+    added: int
     content: dict[str, pa.Table]
 
 
@@ -159,7 +162,7 @@ def write_windows(store: TableStore, done: list[dict], batch: int, txn: Txn | No
     Registration writes its one query's replay with ``whole`` False and no transaction (the log
     already holds the batch's)."""
     changes: list[StateChange] = [d["state"] for d in done]
-    added = sum(t.num_rows for c in changes for t in c.appended.values())
+    added = sum(c.added for c in changes)
     writes = []
     state = before = None
     if added:
@@ -169,7 +172,7 @@ def write_windows(store: TableStore, done: list[dict], batch: int, txn: Txn | No
             rows = pa.concat_tables([encode(c.plan.name, batch, c.content) for c in changes])
             state, kept = partial(store.overwrite, WINDOW_STATE, rows, txn), content
         else:
-            rows = pa.concat_tables([encode(c.plan.name, batch, c.appended) for c in changes])
+            rows = pa.concat_tables([c.appended for c in changes])
             state, kept = partial(store.append, WINDOW_STATE, rows, txn), _stored_at(store, before) + added
         writes.append(state)
     logs = [d["log"] for d in done if d["log"].num_rows]
@@ -398,4 +401,5 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     store.concurrently(writes)
     content = {name: content[name] if name in content else state[name] for name in state}
     return {"windows": len(log), "late": step.late, "answer_changes": int(pc.sum(pc.abs(changes[MULT])).as_py() or 0),
-            "log": logged, "state": StateChange(plan, appended, content)}
+            "log": logged, "state": StateChange(plan, encode(plan.name, record.batch, appended),
+                                                sum(t.num_rows for t in appended.values()), content)}
