@@ -25,22 +25,31 @@ def consolidate(frame: pa.Table, columns: Sequence[str]) -> pa.Table:
     return summed.filter(pc.fill_null(pc.not_equal(summed[MULT], 0), False))
 
 
-#: Chunks a table built by :func:`plus` may gather (each call adds one) before they are combined.
-_CHUNKS = 16
+#: Chunks a table summed into batch after batch may gather (each sum adds one) before they are
+#: combined: a batch's new content shares the old one's buffers but for the rows it changes.
+CHUNKS = 16
+
+
+def sum_touched(content: pa.Table, delta: pa.Table, columns: Sequence[str],
+                touched: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, pa.Table]:
+    """``content`` plus ``delta`` on ``columns`` (both consolidated) in two parts: the rows of
+    ``content`` not ``touched``, as they are, and the ``touched`` ones (at least every row that
+    shares a key with ``delta``) summed with ``delta``. A group-by of the whole of a large
+    ``content`` cost several times this for a small ``delta``."""
+    summed = consolidate(pa.concat_tables([content.filter(touched), delta]), columns).cast(content.schema)
+    return content.filter(pc.invert(touched)), summed
 
 
 def plus(content: pa.Table, delta: pa.Table, columns: Sequence[str]) -> pa.Table:
-    """``content`` plus ``delta`` on ``columns``, consolidated, when both are: only the rows of
-    ``content`` that may share a key with ``delta`` (a value of its first column: one hashed
-    column) are summed with it, the others kept as they are. A group-by of the whole of a large
-    ``content`` cost several times this for a small ``delta``."""
+    """``content`` plus ``delta`` on ``columns``, consolidated, when both are: the rows of
+    ``content`` that may share a key with ``delta`` are those sharing a value of its first column
+    (one hashed column), as :func:`sum_touched`."""
     if not columns or content.num_rows < 2 * delta.num_rows:
         return consolidate(pa.concat_tables([content, delta]), columns)
-    near = pc.is_in(content[columns[0]], value_set=pc.unique(delta[columns[0]].combine_chunks()))
-    summed = consolidate(pa.concat_tables([content.filter(near), delta]), columns).cast(content.schema)
-    kept = content.select(summed.column_names).filter(pc.invert(near))
+    touched = pc.is_in(content[columns[0]], value_set=pc.unique(delta[columns[0]].combine_chunks()))
+    kept, summed = sum_touched(content, delta, columns, touched)
     out = pa.concat_tables([kept, summed])
-    return out.combine_chunks() if out[0].num_chunks > _CHUNKS else out
+    return out.combine_chunks() if out[0].num_chunks > CHUNKS else out
 
 
 def data_columns(frame: pa.Table) -> list[str]:

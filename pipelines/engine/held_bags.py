@@ -28,15 +28,13 @@ import pyarrow.compute as pc
 from schemas.tables import MULT
 
 from ..storage import TableStore, Txn
-from .arrow import consolidate, data_columns
+from .arrow import CHUNKS, data_columns, sum_touched
 from .held import row_keys
 
 
 #: Tables of more rows are MERGEd instead (copy-on-write, as before): rewriting the 4-cycle's gold
 #: at 10M triples (2.2M rows) whole at every batch took 1.6-2.4 s where its MERGE took about 1 s.
 REWRITE_MAX_ROWS = 500_000
-#: Chunks a held table may gather (each batch adds one, its summed rows) before they are combined.
-_CHUNKS = 16
 
 
 @dataclass(frozen=True)
@@ -58,12 +56,10 @@ class _Bag:
         for several rows: they are summed too, which changes nothing), the others kept as they are."""
         delta = delta.select(self.content.column_names).cast(self.content.schema)
         touched = pc.is_in(self.keys, value_set=row_keys(delta))
-        summed = consolidate(pa.concat_tables([self.content.filter(touched), delta]),
-                             data_columns(delta)).cast(self.content.schema)
-        kept = pc.invert(touched)
-        content = pa.concat_tables([self.content.filter(kept), summed])
-        keys = pa.chunked_array([*self.keys.filter(kept).chunks, row_keys(summed)], pa.string())
-        if keys.num_chunks > _CHUNKS:
+        kept, summed = sum_touched(self.content, delta, data_columns(delta), touched)
+        content = pa.concat_tables([kept, summed])
+        keys = pa.chunked_array([*self.keys.filter(pc.invert(touched)).chunks, row_keys(summed)], pa.string())
+        if keys.num_chunks > CHUNKS:
             content, keys = content.combine_chunks(), pa.chunked_array([keys.combine_chunks()])
         return content, keys
 
