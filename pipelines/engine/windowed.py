@@ -8,15 +8,16 @@ each view is scanned once per batch, not once per window. Otherwise (the Spark e
 each window is one step of the ordinary engine (:mod:`pipelines.engine.step`) computed in memory:
 later windows of a batch read the state tables as the batch started plus the earlier windows'
 changes (an overlay). Either way every window is computed from the versions the batch log
-recorded, as a batch is. Each table the windows changed (gold, path state) is written once, whole
-(a Delta MERGE rewrites the files it touches anyway, and costs several times a plain write); the
-answer changes of every window (tagged with it) are appended, the background graphs merged. The
-query's state (:mod:`pipelines.engine.window_state`: its views, partial embeddings, buffer and
-progress) and its window log rows go back to the runner, which writes every windowed query's in
-one commit of the lake's window state table and one of its window log (:func:`write_windows`);
-every commit with the batch's app transaction: a Delta commit costs more than a window's
-computation, and a crash anywhere re-runs the batch like any other. So the gold table holds the RStream of each batch's last
-window; an earlier window's is that minus the batch's later windows' changes
+recorded, as a batch is. Each table the windows changed (gold, path state) is to be written once,
+whole (a Delta MERGE rewrites the files it touches anyway, and costs several times a plain write);
+the answer changes of every window (tagged with it) appended, the background graphs merged. Those
+writes, the query's state (:mod:`pipelines.engine.window_state`: its views, partial embeddings,
+buffer and progress) and its window log rows go back to the runner, which makes every windowed
+query's commits at once when all are computed (:func:`write_windows`): the states of all in one
+commit of the lake's window state table, their windows in one of its window log, every commit
+with the batch's app transaction. A Delta commit costs more than a window's computation, and a
+crash anywhere re-runs the batch like any other. So the gold table holds the RStream of each
+batch's last window; an earlier window's is that minus the batch's later windows' changes
 (:func:`pipelines.answers.window_answers`).
 """
 from __future__ import annotations
@@ -156,9 +157,11 @@ class StateChange:
 
 
 def write_windows(store: TableStore, done: list[dict], batch: int, txn: Txn | None, whole: bool = True) -> None:
-    """Commit what a batch's windowed queries did (each :func:`run_windowed`'s result) to the
-    lake's window state table and window log: one commit each for all the queries, as a Delta
-    commit costs more than a query's windows in a batch of 10 s. The state table gets the batch's
+    """Commit what a batch's windowed queries did (each :func:`run_windowed`'s result): each
+    query's own writes, and the lake's window state table and window log, one commit each for all
+    the queries, as a Delta commit costs more than a query's windows in a batch of 10 s; all at
+    once, after every query is computed (a query's thread waiting for its own commits left a core
+    idle while others still computed: 5-7% of the windows bench's wall time). The state table gets the batch's
     signed rows appended; or, when ``whole`` (``done`` holds every windowed query of the lake) and
     its rows would pass twice the content of them all, it is rewritten with that content.
     Registration writes its one query's replay with ``whole`` False and no transaction (the log
@@ -180,6 +183,7 @@ def write_windows(store: TableStore, done: list[dict], batch: int, txn: Txn | No
             rows = pa.concat_tables([c.appended for c in changes])
             state, kept = partial(store.append, WINDOW_STATE, rows, txn), _stored_at(store, before) + added
         writes.append(state)
+    writes += [w for d in done for w in d["writes"]]
     logs = [d["log"] for d in done if d["log"].num_rows]
     if logs:
         writes.append(partial(store.append, WINDOW_LOG, pa.concat_tables(logs), txn))
@@ -335,9 +339,10 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
                  engine: EngineFactory, read_spark: Callable[[str], object], flush: bool = False) -> dict:
     """Run batch ``record`` (bronze ``rows``) for windowed query ``plan``: emit its windows and
     advance its state. ``engine(read_arrow, read_spark)`` builds the batch's Z-set engine over
-    given readers; ``read_spark`` reads a table at the batch's start. Returns counters and the
-    window log rows of the windows emitted (``log``) and the change of its state (``state``, a
-    :class:`StateChange`), for the caller to write with :func:`write_windows`."""
+    given readers; ``read_spark`` reads a table at the batch's start. Returns counters, the
+    writes of its own tables (``writes``: gold, answer changes, background graphs), the window log
+    rows of the windows emitted (``log``) and the change of its state (``state``, a
+    :class:`StateChange`), for the caller to commit with :func:`write_windows`."""
     versions = record.versions
     stored = cache(lambda name: store.read_arrow(name, versions.get(name)))
     start = _state_at(store, plan, versions.get(WINDOW_STATE))
@@ -403,8 +408,7 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     after = replace(step.progress, answers=final)
     if replace(after, batch=progress.batch) != progress:      # a batch that did nothing writes nothing
         appended[progress_table(plan.name)] = content[progress_table(plan.name)] = after.table()
-    store.concurrently(writes)
     content = {name: content[name] if name in content else state[name] for name in state}
     return {"windows": len(log), "late": step.late, "answer_changes": int(pc.sum(pc.abs(changes[MULT])).as_py() or 0),
-            "log": logged, "state": StateChange(plan, encode(plan.name, record.batch, appended),
+            "log": logged, "writes": writes, "state": StateChange(plan, encode(plan.name, record.batch, appended),
                                                 sum(t.num_rows for t in appended.values()), content)}
