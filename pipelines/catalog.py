@@ -11,8 +11,8 @@ from views.path_views import PathDef
 from views.model import validate_name
 from views.plan import QueryPlan, ViewDef
 
-from .lake import (QUERIES, background_table, bag_table, buffer_table, changes_table, gold_table, now, pe_table,
-                   sums_table)
+from .lake import (QUERIES, background_table, bag_table, buffer_table, changes_table, gold_table,
+                   legacy_state_table, now, pe_table, sums_table)
 from .storage import TableStore
 
 Shared = TypeVar("Shared", ViewDef, PathDef)
@@ -74,8 +74,19 @@ def owned_tables(plan: QueryPlan) -> list[str]:
     """Every table named after the query (the ones unregistering removes)."""
     names = [gold_table(plan.name), changes_table(plan.name), bag_table(plan.name), sums_table(plan.name)]
     names += [pe_table(plan.name, i) for i in range(len(plan.components))]
-    names += [buffer_table(plan.name), background_table(plan.name)]
+    names += [buffer_table(plan.name), background_table(plan.name), legacy_state_table(plan.name)]
     return names
+
+
+def refuse_legacy_state(store: TableStore, plans: list[QueryPlan]) -> None:
+    """Refuse to run windowed queries whose state is in a table of their own
+    (:func:`~pipelines.lake.legacy_state_table`), from before the lake's one window state table:
+    run, they would start their windows from nothing, without a word."""
+    old = [p.name for p in plans if p.windowed and store.exists(legacy_state_table(p.name))]
+    if old:
+        raise CatalogError(f"windowed query {old[0]!r} keeps its state in {legacy_state_table(old[0])}, the layout "
+                           f"of an earlier lakegraph: register it again (lakegraph unregister {old[0]}, then "
+                           f"lakegraph register FILE --name {old[0]}) to replay its windows from bronze")
 
 
 def add(store: TableStore, plan: QueryPlan, registered_batch: int) -> None:

@@ -70,6 +70,13 @@ def sums_table(query: str) -> str:
     return f"pe_{query}_sums"
 
 
+def legacy_state_table(query: str) -> str:
+    """Where a windowed query registered before the lake had one window state table kept its
+    state. No longer read: a run refuses such a query (its windows would restart from nothing),
+    and registering it again or unregistering it drops the table."""
+    return f"w_{query}_state"
+
+
 def buffer_table(query: str) -> str:
     """A windowed query's messages that a future window still needs: a part of its state in the
     window state table, or a table of its own for a query with background graphs."""

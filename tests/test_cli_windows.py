@@ -134,3 +134,25 @@ def test_a_register_stream_feeds_a_query_and_answers_print_its_graph(lake, tmp_p
                              '"2"^^<http://www.w3.org/2001/XMLSchema#integer> .')
     windows = json.loads(_out(copy, capsys, "windows", "floors", "--format", "json"))["windows"]
     assert [w["answers"] for w in windows] == [1, 1, 1]     # floor 1, then 2 (r2 busy at :15 and :20)
+
+
+def test_a_query_whose_state_is_in_the_old_per_query_table_is_refused_until_registered_again(lake, tmp_path, capsys):
+    """A lake from before the one window state table: running its windowed query would restart its
+    windows from nothing, so `run` refuses it in one line; registering it again replays bronze."""
+    from pipelines.storage.delta_rs import DeltaRsStore
+    from schemas import tables as S
+
+    copy = str(tmp_path / "lake")
+    shutil.copytree(lake, copy)
+    before = json.loads(_out(copy, capsys, "windows", "together", "--format", "json"))["windows"]
+    DeltaRsStore(copy).create("w_together_state", S.WINDOW_PROGRESS)   # what an earlier lakegraph left
+    capsys.readouterr()
+    assert cli.main(["--lake", copy, "run"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "w_together_state" in err[0] and "register it again" in err[0], err
+    _out(copy, capsys, "unregister", "together")
+    _out(copy, capsys, "register", str(EXAMPLE / "together.rq"), "--lateness", "PT2S")
+    _out(copy, capsys, "run")
+    assert "w_together_state" not in lake_state(copy)
+    again = json.loads(_out(copy, capsys, "windows", "together", "--format", "json"))["windows"]
+    assert [w["close"] for w in again] == [w["close"] for w in before]

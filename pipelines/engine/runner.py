@@ -221,6 +221,7 @@ class Runner:
         plans = [q.plan for q in catalog.registered(self.store)]
         if not plans:
             return report
+        catalog.refuse_legacy_state(self.store, plans)
 
         def room() -> bool:
             return max_batches is None or len(report.batches) < max_batches
