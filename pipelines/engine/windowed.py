@@ -161,11 +161,10 @@ def write_windows(store: TableStore, done: list[dict], batch: int, txn: Txn | No
     query's own writes, and the lake's window state table and window log, one commit each for all
     the queries, as a Delta commit costs more than a query's windows in a batch of 10 s; all at
     once, after every query is computed (a query's thread waiting for its own commits left a core
-    idle while others still computed: 5-7% of the windows bench's wall time). The state table gets the batch's
-    signed rows appended; or, when ``whole`` (``done`` holds every windowed query of the lake) and
-    its rows would pass twice the content of them all, it is rewritten with that content.
-    Registration writes its one query's replay with ``whole`` False and no transaction (the log
-    already holds the batch's)."""
+    idle while others still computed). The state table gets the batch's signed rows appended; or,
+    when ``whole`` (``done`` holds every windowed query of the lake) and its rows would pass twice
+    the content of them all, it is rewritten with that content. Registration writes its one
+    query's replay with ``whole`` False and no transaction (the log already holds the batch's)."""
     changes: list[StateChange] = [d["state"] for d in done]
     added = sum(c.added for c in changes)
     writes = []
