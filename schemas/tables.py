@@ -139,8 +139,8 @@ WINDOW_LOG = pa.schema([
 
 #: The state of every windowed query, one table for the lake (:mod:`pipelines.engine.window_state`):
 #: a row holds one part of one query's state (a view, a partial embedding, its buffer, its progress)
-#: as a batch changed it, ``rows`` rows encoded as an Arrow IPC stream in ``data`` (each part has
-#: its own columns, so no one table schema fits them all).
+#: as a batch changed it, ``rows`` rows encoded as an LZ4-compressed Arrow IPC stream in ``data``
+#: (each part has its own columns, so no one table schema fits them all).
 WINDOW_STATE = pa.schema([
     pa.field("query", pa.string(), nullable=False),
     pa.field("batch", pa.int64(), nullable=False),
