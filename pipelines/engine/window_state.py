@@ -3,7 +3,7 @@
 its progress and, without background graphs, its buffer.
 
 Each of these *parts* has its own columns, so a row of the table holds one part of one query as
-one batch changed it: its rows as an Arrow IPC stream, with the query, the batch, the part's name
+one batch changed it: its rows as an LZ4-compressed Arrow IPC stream, with the query, the batch, the part's name
 (the name the part had as a table of its own) and its row count beside it. With 10 s batches over
 a 100 s window a batch changes a dozen small parts per query, and a Delta commit costs more than
 computing them: one table for every part of every query takes one commit per batch
@@ -75,7 +75,7 @@ def encode(query: str, batch: int, rows: Mapping[str, pa.Table]) -> pa.Table:
 
 def _stored_parts(stored: pa.Table, query: str, part: str | None = None) -> Iterator[tuple[str, pa.Table]]:
     """The (part, rows) of query ``query`` (of its part ``part`` only, when given) in the state
-    table's ``stored`` rows, in stored order; each read from its IPC stream without a copy."""
+    table's ``stored`` rows, in stored order; each decoded from its IPC stream."""
     for batch in stored.select(["query", "part", "data"]).to_batches():
         queries, names, data = batch.column(0).to_pylist(), batch.column(1).to_pylist(), batch.column(2)
         for i, (owner, name) in enumerate(zip(queries, names)):
