@@ -3,12 +3,12 @@
 its progress and, without background graphs, its buffer.
 
 Each of these *parts* has its own columns, so a row of the table holds one part of one query as
-one batch changed it: its rows as an LZ4-compressed Arrow IPC stream, with the query, the batch, the part's name
-(the name the part had as a table of its own) and its row count beside it. With 10 s batches over
-a 100 s window a batch changes a dozen small parts per query, and a Delta commit costs more than
-computing them: one table for every part of every query takes one commit per batch
-(:func:`pipelines.engine.windowed.write_windows`), where a table per part took one per part and
-then a table per query one per query. A batch appends its signed rows, and rewrites the table
+one batch changed it: its rows as an LZ4-compressed Arrow IPC stream, with the query, the batch,
+the part's name (the name the part had as a table of its own) and its row count beside it. With
+10 s batches over a 100 s window a batch changes a dozen small parts per query, and a Delta commit
+costs more than computing them: one table for every part of every query takes one commit per
+batch (:func:`pipelines.engine.windowed.write_windows`), where a table per part took one per part
+and then a table per query one per query. A batch appends its signed rows, and rewrites the table
 consolidated once its rows would pass twice the content of all its queries
 (:mod:`pipelines.engine.merge_on_read`).
 
