@@ -63,3 +63,32 @@ def test_a_commit_made_before_is_not_held(tmp_path):
     store.concurrently(rerun.writes({NAME: delta}, {NAME: version}, Txn("test", 1)))   # skipped: made before
     assert store.version(NAME) == version + 1
     assert _content(rerun.read(NAME, version + 1)) == {("a", "b"), ("a", "c"), ("a", "d")}
+
+
+def test_an_indexed_set_follows_random_changes_across_rebases():
+    """Removals of base rows and of rows added since, re-insertions of removed base rows, fresh
+    rows: after every change, lookups by either column and the whole content equal a set kept
+    beside it, through several rebases (the base then being what the content was)."""
+    import random
+
+    from pipelines.engine.held import IndexedSet
+
+    rng = random.Random(7)
+    universe = [(f"s{i % 23}", f"o{i % 37}") for i in range(400)]
+    model = set(rng.sample(universe, 150))
+    held = IndexedSet(_rows(sorted(model), 1), len(model), 0)
+    bases = set()
+    for step in range(1, 120):
+        present, absent = sorted(model), sorted(set(universe) - model)
+        gone = rng.sample(present, min(len(present), rng.randint(0, 6)))
+        added = rng.sample(absent, min(len(absent), rng.randint(0, 6)))
+        held = held.after(pa.concat_tables([_rows(gone, -1), _rows(added, 1)]))
+        model = (model - set(gone)) | set(added)
+        bases.add(id(held.base))
+        assert _content(held.content()) == model
+        for column, index in (("v0", 0), ("v1", 1)):
+            values = sorted({pair[index] for pair in rng.sample(universe, 12)})
+            found = held.find(column, pa.array(values))
+            assert _content(found) == {p for p in model if p[index] in values}
+            assert found.num_rows == len(_content(found))       # each row once
+    assert len(bases) > 3

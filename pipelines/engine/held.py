@@ -7,9 +7,8 @@ that grew with the graph however small the batch (at 10M triples a 1,000-update 
 view rows). So they are kept merge-on-read (:mod:`.merge_on_read`): a batch appends its signed
 rows. And a run keeps each table as it last read or wrote it, at that version (:class:`IndexedSet`):
 the content it read, indexed by the columns the delta rules and the path operator look rows up by,
-plus the signed rows appended since. The next batch, which starts from the version the last one
-wrote, finds the rows of the keys it touches by an index probe and a filter of the rows appended
-since, not by reading the table.
+with the rows changed since kept beside it. The next batch, which starts from the version the last
+one wrote, finds the rows of the keys it touches by an index probe, not by reading the table.
 
 Exactly once: an index is used only at the version the batch log says a batch reads (a run that
 starts, or a batch re-run after a crash, reads the table at that version first), and a commit that
@@ -21,6 +20,7 @@ import copy
 from functools import partial
 from typing import Callable, Iterable, Mapping
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -32,6 +32,10 @@ from ..storage import TableStore, Txn
 from .arrow import consolidate, data_columns
 from .merge_on_read import folds
 from .lookup import Find, Lookup
+
+#: A held table's content becomes its new base once the rows changed since the base (gone from it
+#: or added) pass this share of the base's rows.
+REBASE = 1 / 16
 
 
 def held_tables(plans: Iterable[QueryPlan]) -> set[str]:
@@ -50,62 +54,91 @@ def row_keys(rows: pa.Table) -> pa.Array:
 
 
 class IndexedSet:
-    """A table whose content is a set (every row's multiplicity 1) at one version: the content as
-    last consolidated (``base``), indexed on first use by any column, and the signed rows appended
-    since (``added``, few next to it: the table is folded when they pass its content)."""
+    """A table whose content is a set (every row's multiplicity 1) at one version, held as a base
+    (its content at some earlier version, indexed on first use by any column) less the base rows
+    gone since (a mask of positions) plus the rows added since (``new``, not in the base).
+
+    A batch's change updates the mask and ``new`` from its own rows: the base rows it removes are
+    found through the base's index, so neither a lookup nor a change sums the rows of every batch
+    since the base. Once the rows changed since pass :data:`REBASE` of the base, the content
+    becomes the new base (its indexes are rebuilt on first use): that rebuild, spread over the
+    batches since the last, costs a constant times their rows. How the table is kept on disk
+    (appends, then a fold: :mod:`.merge_on_read`) is independent of it.
+    """
 
     def __init__(self, content: pa.Table, stored: int, version: int) -> None:
         self.base = content.combine_chunks()     # one chunk: a lookup takes rows by position
-        self.added = content.slice(0, 0)
+        self.alive: np.ndarray | None = None     # base rows still in the content (None: all)
+        self.gone = 0                            # base rows not alive
+        self.new = content.slice(0, 0)
+        self.new_keys = row_keys(self.new)
         self.stored = stored            # rows the table holds on disk at ``version``
         self.size = content.num_rows    # rows of its content (a set: the sum of the multiplicities)
         self.version = version
         self._lookups: dict[str, Lookup] = {}
-        self._base_keys: pa.Array | None = None
         self._content: pa.Table | None = content
-        self._summed: tuple[pa.Array, pa.Table] | None = None
 
     def find(self, column: str, values: pa.Array) -> pa.Table:
         """The content's rows whose ``column`` is one of ``values``."""
-        if column not in self._lookups:
-            self._lookups[column] = Lookup(self.base[column])
-        rows = self.base.take(self._lookups[column].positions(values))
-        if not self.added.num_rows:
+        positions = self._lookup(column).positions(values)
+        if self.alive is not None:
+            positions = positions[self.alive[positions]]
+        rows = self.base.take(positions)
+        if not self.new.num_rows:
             return rows
-        gone, new = self._change()
-        if len(gone):
-            rows = rows.filter(pc.invert(pc.is_in(row_keys(rows), value_set=gone)))
-        return pa.concat_tables([rows, new.filter(pc.is_in(new[column], value_set=values))])
+        return pa.concat_tables([rows, self.new.filter(pc.is_in(self.new[column], value_set=values))])
 
     def content(self) -> pa.Table:
-        """The whole content: the base without the rows the appended ones removed, with those they
-        added (a filter of the base on a key column kept with it, not a group-by of it all)."""
+        """The whole content: the base's rows alive, and the new ones."""
         if self._content is None:
-            gone, new = self._change()
-            if self._base_keys is None:
-                self._base_keys = row_keys(self.base)
-            kept = self.base.filter(pc.invert(pc.is_in(self._base_keys, value_set=gone)))
-            self._content = pa.concat_tables([kept, new])
+            kept = self.base if self.alive is None else self.base.filter(pa.array(self.alive))
+            self._content = pa.concat_tables([kept, self.new])
         return self._content
 
-    def _change(self) -> tuple[pa.Array, pa.Table]:
-        """The appended rows summed: the keys (:func:`row_keys`) of the base's rows they remove, and
-        the rows they add (a set's row is removed or added at most once: every sum is -1, 0 or 1)."""
-        if self._summed is None:
-            change = consolidate(self.added, data_columns(self.added)).cast(self.base.schema)
-            gone = row_keys(change.filter(pc.less(change[MULT], 0)))
-            self._summed = (gone, change.filter(pc.greater(change[MULT], 0)))
-        return self._summed
-
     def after(self, delta: pa.Table) -> "IndexedSet":
-        """The table once ``delta`` is appended (at this version until the commit says which):
-        a new holder sharing the base and its indexes."""
+        """The table once ``delta`` is appended (at this version until the commit says which): a
+        new holder sharing the base and its indexes, or the content as a new base."""
         later = copy.copy(self)
-        later.added = pa.concat_tables([self.added, delta.select(self.base.column_names).cast(self.base.schema)])
         later.stored += delta.num_rows
+        delta = consolidate(delta, data_columns(delta)).select(self.base.column_names).cast(self.base.schema)
         later.size += int(pc.sum(delta[MULT]).as_py() or 0)
-        later._content = later._summed = None
+        later._content = None
+        removed, added = (delta.filter(pc.less(delta[MULT], 0)), delta.filter(pc.greater(delta[MULT], 0)))
+        # a removed row is a new one or a base row alive; an added row a base row gone or none of the base's
+        removed_keys = row_keys(removed)
+        newly = pc.is_in(self.new_keys, value_set=removed_keys)
+        later.new, later.new_keys = self.new.filter(pc.invert(newly)), self.new_keys.filter(pc.invert(newly))
+        from_base = removed.filter(pc.invert(pc.is_in(removed_keys, value_set=self.new_keys)))
+        gone, back = self._positions(from_base), self._positions(added)
+        if len(gone) or len(back):
+            alive = np.ones(self.base.num_rows, dtype=bool) if self.alive is None else self.alive.copy()
+            alive[gone], alive[back] = False, True
+            later.alive, later.gone = alive, self.base.num_rows - int(alive.sum())
+        fresh = added.filter(pc.invert(pc.is_in(row_keys(added), value_set=row_keys(self.base.take(back)))))
+        later.new = pa.concat_tables([later.new, fresh])
+        later.new_keys = pa.concat_arrays([later.new_keys, row_keys(fresh)])
+        if later.gone + later.new.num_rows > REBASE * later.base.num_rows:
+            return IndexedSet(later.content(), later.stored, later.version)
         return later
+
+    def _lookup(self, column: str) -> Lookup:
+        if column not in self._lookups:
+            self._lookups[column] = Lookup(self.base[column])
+        return self._lookups[column]
+
+    def _positions(self, rows: pa.Table) -> np.ndarray:
+        """The base positions of ``rows`` (consolidated, of the base's columns) that the base holds:
+        the base rows sharing a first column's value with them, matched on every column."""
+        columns = data_columns(rows)
+        if not rows.num_rows:
+            return np.zeros(0, dtype=np.int64)
+        if not columns:     # a table of the empty tuple holds at most that one row
+            return np.arange(min(1, self.base.num_rows), dtype=np.int64)
+        candidates = self._lookup(columns[0]).positions(pc.unique(rows[columns[0]]))
+        found = (self.base.select(columns).take(candidates)
+                 .append_column("_at", pa.array(candidates, pa.int64()))
+                 .join(rows.select(columns), keys=columns, join_type="left semi", use_threads=False))
+        return found["_at"].to_numpy()
 
 
 class HeldTables:
@@ -138,6 +171,10 @@ class HeldTables:
         """Rows of the tables at ``versions`` (a batch's) by a column's values."""
         return lambda name, column, values: self._served(self._at(name, versions.get(name)).find(column, values))
 
+    def changed_rows(self) -> int:
+        """Rows the held tables keep beside their indexed bases (gone from them or added since)."""
+        return sum(held.gone + held.new.num_rows for held in self._sets.values())
+
     def _served(self, rows: pa.Table) -> pa.Table:
         self.served += rows.num_rows
         return rows
@@ -156,8 +193,9 @@ class HeldTables:
         del self._sets[name]        # held again only once the commit is known to have been made now
         if folds(held.stored, delta.num_rows, after.size):
             content = after.content()
-            if self.store.overwrite(name, content, txn):
-                self._sets[name] = IndexedSet(content, content.num_rows, self.store.version(name))
+            if self.store.overwrite(name, content, txn):    # the rows on disk change, not what is held
+                after.stored, after.version = content.num_rows, self.store.version(name)
+                self._sets[name] = after
         elif self.store.append(name, delta, txn):
             after.version = self.store.version(name)
             self._sets[name] = after

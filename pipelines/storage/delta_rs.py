@@ -38,6 +38,7 @@ _DEFAULT_CHECKPOINT_EVERY = 100     # delta-rs's, for tables created without the
 SPARK_OUT = "_spark_out"
 _PINNED_CACHE = 256
 _KNOWN_ROWS = 200_000      # the largest table whose rows are kept in memory
+_KNOWN_CHUNKS = 16         # appends a table kept in memory gathers as chunks before they are combined
 _WRITERS = 4               # commits made at once by :meth:`DeltaRsStore.concurrently`
 
 
@@ -331,6 +332,8 @@ class DeltaRsStore:
         known = self._known.get(name)
         if mode == "append":
             table = pa.concat_tables([known[1], table]) if known and known[0] == before == after - 1 else None
+            if table is not None and table.num_columns and table.column(0).num_chunks > _KNOWN_CHUNKS:
+                table = table.combine_chunks()      # a chunk per append made every read of it slower
         self._remember(name, after, table)
         return True
 
