@@ -383,7 +383,8 @@ class DuckDBRecompute:
         seconds, self.current = _timed(lambda: {q.name: self._evaluate(q) for q in queries})
         return seconds
 
-    def _merge(self, batch_path: Path) -> None:
+    def merge(self, batch_path: Path) -> None:
+        """Apply a landing file's messages to the graph table (the last message per triple wins)."""
         read = pa_json.read_json(batch_path, parse_options=pa_json.ParseOptions(
             explicit_schema=pa.schema([(c, pa.string()) for c in ("op", "s", "p", "o")]),
             unexpected_field_behavior="ignore"))
@@ -396,7 +397,7 @@ class DuckDBRecompute:
         self.db.unregister("messages")
 
     def apply(self, batch_path: Path) -> BatchTiming:
-        apply_s = _timed(lambda: self._merge(batch_path))[0]
+        apply_s = _timed(lambda: self.merge(batch_path))[0]
         parts, changes = _recompute_all(self.queries, self._evaluate, self.current)
         return BatchTiming(apply_s + sum(parts.values()), {"apply": apply_s, **parts}, stats={"answer_changes": changes})
 

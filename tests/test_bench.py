@@ -126,6 +126,23 @@ def test_window_benchmark_smoke_agrees_and_reports_bounded_state(tmp_path):
     assert {"config", "lakegraph", "lakegraph_batches", "check"} <= {r["kind"] for r in records}
 
 
+def test_steady_benchmark_smoke_checks_answers_and_reports_each_window(tmp_path):
+    """``python -m bench.steady`` at a tiny size (no Spark): lakegraph and DuckDB agree at every
+    check (or it exits 1), the one after a maintenance included, and the report gives a row per
+    window of batches and the drift."""
+    from bench.steady import main as steady_main
+
+    out = tmp_path / "results"
+    assert steady_main(["--scale", "1", "--batch-size", "50", "--batches", "12", "--window", "4",
+                        "--check-every", "6", "--maintain-every", "6", "--out", str(out)]) == 0
+    report = (out / "steady.md").read_text(encoding="utf-8")
+    assert "| 1–4 |" in report and "| 9–12 |" in report and "**Drift:**" in report
+    records = [json.loads(line) for line in (out / "steady.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [r["batch"] for r in records if r["kind"] == "check"] == [6, 12]
+    assert [r["batch"] for r in records if r["kind"] == "maintain"] == [6]
+    assert len([r for r in records if r["kind"] == "batch"]) == 12
+
+
 def test_social_graph_stream_is_deterministic_and_every_update_changes_the_graph():
     from bench.snb import SocialGraph
 

@@ -50,6 +50,8 @@ ELSEWHERE: dict[str, str] = {
     ".venv/bin/python -m bench --help": "tests/test_bench.py::test_help_lists_every_option",
     ".venv/bin/python -m bench.windows":
         "tests/test_bench.py::test_window_benchmark_smoke_agrees_and_reports_bounded_state",
+    ".venv/bin/python -m bench.steady":
+        "tests/test_bench.py::test_steady_benchmark_smoke_checks_answers_and_reports_each_window",
     'pip install -e ".[airflow]"': "scripts/setup.sh (run by .ci/run) installs this extra",
     'ln -s "$PWD/airflow_dags/lakegraph_dag.py" "$AIRFLOW_HOME/dags/lakegraph_dag.py"':
         "tests/test_dag.py::test_dag_file_defines_both_dags_with_their_tasks",
