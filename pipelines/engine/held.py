@@ -103,20 +103,23 @@ class IndexedSet:
         delta = consolidate(delta, data_columns(delta)).select(self.base.column_names).cast(self.base.schema)
         later.size += int(pc.sum(delta[MULT]).as_py() or 0)
         later._content = None
-        removed, added = (delta.filter(pc.less(delta[MULT], 0)), delta.filter(pc.greater(delta[MULT], 0)))
+        keys, leaving = row_keys(delta), pc.less(delta[MULT], 0).combine_chunks()
+        entering = pc.invert(leaving)
+        removed, removed_keys = delta.filter(leaving), keys.filter(leaving)
+        added, added_keys = delta.filter(entering), keys.filter(entering)
         # a removed row is a new one or a base row alive; an added row a base row gone or none of the base's
-        removed_keys = row_keys(removed)
         newly = pc.is_in(self.new_keys, value_set=removed_keys)
         later.new, later.new_keys = self.new.filter(pc.invert(newly)), self.new_keys.filter(pc.invert(newly))
-        from_base = removed.filter(pc.invert(pc.is_in(removed_keys, value_set=self.new_keys)))
-        gone, back = self._positions(from_base), self._positions(added)
+        from_base = pc.invert(pc.is_in(removed_keys, value_set=self.new_keys))
+        gone, _ = self._positions(removed.filter(from_base), removed_keys.filter(from_base))
+        back, back_keys = self._positions(added, added_keys)
         if len(gone) or len(back):
             alive = np.ones(self.base.num_rows, dtype=bool) if self.alive is None else self.alive.copy()
             alive[gone], alive[back] = False, True
             later.alive, later.gone = alive, self.base.num_rows - int(alive.sum())
-        fresh = added.filter(pc.invert(pc.is_in(row_keys(added), value_set=row_keys(self.base.take(back)))))
-        later.new = pa.concat_tables([later.new, fresh])
-        later.new_keys = pa.concat_arrays([later.new_keys, row_keys(fresh)])
+        fresh = pc.invert(pc.is_in(added_keys, value_set=back_keys))
+        later.new = pa.concat_tables([later.new, added.filter(fresh)])
+        later.new_keys = pa.concat_arrays([later.new_keys, added_keys.filter(fresh)])
         if later.gone + later.new.num_rows > REBASE * later.base.num_rows:
             return IndexedSet(later.content(), later.stored, later.version)
         return later
@@ -126,19 +129,19 @@ class IndexedSet:
             self._lookups[column] = Lookup(self.base[column])
         return self._lookups[column]
 
-    def _positions(self, rows: pa.Table) -> np.ndarray:
-        """The base positions of ``rows`` (consolidated, of the base's columns) that the base holds:
-        the base rows sharing a first column's value with them, matched on every column."""
+    def _positions(self, rows: pa.Table, keys: pa.Array) -> tuple[np.ndarray, pa.Array]:
+        """The base positions of ``rows`` (of the base's columns, their :func:`row_keys` ``keys``)
+        that the base holds, and those rows' keys: the base rows sharing a first column's value
+        with them, kept where their whole key is one of ``keys``."""
         columns = data_columns(rows)
         if not rows.num_rows:
-            return np.zeros(0, dtype=np.int64)
+            return np.zeros(0, dtype=np.int64), keys
         if not columns:     # a table of the empty tuple holds at most that one row
-            return np.arange(min(1, self.base.num_rows), dtype=np.int64)
+            return np.arange(min(1, self.base.num_rows), dtype=np.int64), keys[:min(1, self.base.num_rows)]
         candidates = self._lookup(columns[0]).positions(pc.unique(rows[columns[0]]))
-        found = (self.base.select(columns).take(candidates)
-                 .append_column("_at", pa.array(candidates, pa.int64()))
-                 .join(rows.select(columns), keys=columns, join_type="left semi", use_threads=False))
-        return found["_at"].to_numpy()
+        found = row_keys(self.base.select(columns).take(candidates))
+        hit = pc.is_in(found, value_set=keys)
+        return candidates[hit.to_numpy(zero_copy_only=False)], found.filter(hit)
 
 
 class HeldTables:
