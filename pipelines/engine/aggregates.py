@@ -93,11 +93,12 @@ class AggregateOperator:
         delta, old = results[bag_table(self.plan.name)], results[OLD_ROWS]
         if self.aggregation.running:       # no change: no answer change (the row is gold's since registration)
             return self._running_change(results[SUMS], delta) if delta.num_rows else (self._answers([]), {})
-        before = self._groups(old)
-        after = self._groups(pa.concat_tables([old, delta.cast(old.schema)]))
+        before, change = self._groups(old), self._groups(delta, signed=True)
+        # a touched group's rows after the batch: Counter's + sums the two and keeps what stays positive
+        after = {**before, **{group: before.get(group, Counter()) + rows for group, rows in change.items()}}
         if self.aggregation.distinct:
             return self._support_change(before, after), {}
-        touched = set(self._groups(delta))
+        touched = set(change)
         answered = True
         if not self.aggregation.group_by:
             touched |= {()} if self.always else set()
@@ -152,8 +153,9 @@ class AggregateOperator:
                                      for row in sorted(signed, key=lambda r: _sortable(r[:-1]))],
                                     schema=binding_schema(projection, nullable=projection))
 
-    def _groups(self, rows: pa.Table) -> dict[tuple, Counter]:
-        """Bag rows by group: each group's input tuples with their (positive) multiplicities."""
+    def _groups(self, rows: pa.Table, signed: bool = False) -> dict[tuple, Counter]:
+        """Bag rows by group: each group's input tuples with their positive multiplicities (with
+        ``signed``, a change's: every multiplicity, negative ones included)."""
         aggregation = self.aggregation
         inputs = aggregation.inputs
         positions = [inputs.index(v) for v in aggregation.group_by] if not aggregation.keys else []
@@ -161,7 +163,7 @@ class AggregateOperator:
         for key, mult in self._keyed(rows):
             group = aggregation.group_of(dict(zip(inputs, key))) if aggregation.keys else tuple(key[i] for i in positions)
             groups[group][key] += mult
-        return {group: +counter for group, counter in groups.items()}
+        return dict(groups) if signed else {group: +counter for group, counter in groups.items()}
 
     def _keyed(self, rows: pa.Table) -> Iterator[tuple[tuple, int]]:
         """Bag rows as (tuple of the aggregation's inputs, multiplicity)."""
