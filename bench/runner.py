@@ -28,6 +28,8 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
+from pipelines.spark import SparkSource, running
+
 from .lubm import MessageWriter, UpdateStream, generate, write_ntriples
 from .machine import machine_info
 from .measure import lake_sizes, matchable
@@ -212,14 +214,16 @@ def write_landing(config: Config, scale: int, root: Path, groups: list[list[Benc
     return Landing(initial, len(dataset.triples), warmups, planned, floors, floor_size, len(stream.graph), counts)
 
 
-def settle(spark: SparkSession, pause_s: float = 0.5) -> None:
+def settle(spark: SparkSource, pause_s: float = 0.5) -> None:
     """Before a system's timed batch, finish what the others left running: the kernel writes back
-    the files they wrote (the Spark recompute rewrites its graph table each batch), the JVM
-    collects its garbage (the recompute's jobs, the check's reads of the answers), and the machine
-    gets a moment. Otherwise that work is timed in the next system's batch: on 2 cores it made
-    lakegraph's 10,000-update batches at 1M triples 0.53 to 0.96 s where alone they took 0.4 s."""
+    the files they wrote (the Spark recompute rewrites its graph table each batch), the JVM, if one
+    runs, collects its garbage (the recompute's jobs, the check's reads of the answers), and the
+    machine gets a moment. Otherwise that work is timed in the next system's batch: on 2 cores it
+    made lakegraph's 10,000-update batches at 1M triples 0.53 to 0.96 s where alone they took 0.4 s."""
     os.sync()
-    spark._jvm.System.gc()
+    live = running(spark)
+    if live is not None:
+        live._jvm.System.gc()
     time.sleep(pause_s)
 
 

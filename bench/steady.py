@@ -10,11 +10,12 @@ its process) would, and reports lakegraph's batch time per ``--window`` batches.
 
 Beside it DuckDB is kept in step: every batch is merged into its graph table, and every
 ``--check-every`` batches (and after the last) it re-runs the queries, timed, and its answers and
-lakegraph's are compared as bags; a disagreement stops the run. Every ``--maintain-every``
-batches ``maintain`` compacts the lake's tables, as the maintenance DAG would between runs (with
-the default time-travel horizon: it removes no file a recent version reads); its time is reported
-apart. Without it the small files a batch appends to each table pile up, and a Delta commit costs
-more the more files its table has.
+lakegraph's are compared as bags; a disagreement stops the run. Each lakegraph batch starts
+settled, as in the main bench (:func:`bench.runner.settle`: the files written before it synced).
+Every ``--maintain-every`` batches ``maintain`` compacts the lake's tables, as the maintenance DAG
+would between runs (with the default time-travel horizon: it removes no file a recent version
+reads); its time is reported apart. Without it the small files a batch appends to each table pile
+up, and a Delta commit costs more the more files its table has.
 Results: ``steady.md`` and the raw ``steady.jsonl`` in ``--out``.
 """
 from __future__ import annotations
@@ -36,7 +37,7 @@ from .__main__ import _Parser, _positive, _ratio
 from .lubm import MessageWriter, UpdateStream, generate, write_ntriples
 from .machine import machine_info
 from .report import _table, rebuild, write_markdown
-from .runner import RESULTS_DIR, Records, check, default_queries, run_command
+from .runner import RESULTS_DIR, Records, check, default_queries, run_command, settle
 from .systems import BenchQuery, DuckDBRecompute, Lakegraph
 
 
@@ -74,6 +75,7 @@ def run(settings: Settings, spark: LazySpark, work: Path, command: str,
     writer = MessageWriter()
     for number in range(1, settings.batches + 1):
         path = writer.write(work / "landing" / f"batch_{number:04d}.jsonl", stream.next_batch(settings.batch_size))
+        settle(spark, pause_s=0.1)
         timing = lakegraph.apply(path)
         records.add({"kind": "batch", "batch": number, "seconds": timing.seconds, **timing.parts,
                      "commits": timing.commits, "held_changed": lakegraph.runner.held.changed_rows(),
@@ -141,9 +143,10 @@ def write_report(records: list[dict], out: Path) -> Path:
            f"batches {', '.join(str(r['batch']) for r in maintained)}, "
            f"{statistics.median(r['seconds'] for r in maintained):.1f} s each, not counted in a batch. "
            if maintained else "no `maintain` between them. ")
-        + f"lakegraph's batch time is end to end (ingest and `Runner.run`); DuckDB merges every batch "
-        f"into its graph and re-runs the queries every {config['check_every']} batches, where the answers are "
-        f"compared (they agree at every check, or there is no report).",
+        + "lakegraph's batch time is end to end (ingest and `Runner.run`), each batch started settled (the "
+        f"files written before it synced); DuckDB merges every batch into its graph and re-runs the queries "
+        f"every {config['check_every']} batches, where the answers are compared (they agree at every check, or "
+        f"there is no report).",
         "",
         _machine(next(r for r in records if r["kind"] == "machine")),
         "",
