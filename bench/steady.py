@@ -90,8 +90,9 @@ def run(settings: Settings, spark: LazySpark, work: Path, command: str,
         if settings.maintain_every and number % settings.maintain_every == 0 and number < settings.batches:
             start = time.perf_counter()
             maintain(lakegraph.store)
-            records.add({"kind": "maintain", "batch": number, "seconds": time.perf_counter() - start})
-            log(f"  after batch {number}: maintain {time.perf_counter() - start:.1f}s")
+            seconds = time.perf_counter() - start
+            records.add({"kind": "maintain", "batch": number, "seconds": seconds})
+            log(f"  after batch {number}: maintain {seconds:.1f}s")
     duckdb.close()
     return records.rows
 
