@@ -13,7 +13,6 @@ A crash anywhere leaves a planned batch without a done row; the next run finishe
 """
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
@@ -38,6 +37,7 @@ from .lookup import Find, finder
 from .held import HeldTables, held_tables
 from .held_bags import HeldBags
 from .spark import SparkZSets, filter_arrow
+from .threads import each
 from .step import change_rows, commit, compute
 from .windowed import run_windowed, window_tables, write_windows
 from .zsets import ZSetEngine
@@ -76,17 +76,12 @@ def choose_engine(engine: str, messages: int, master: str, limit: int = ARROW_MA
 
 def _each(work: Callable[[QueryPlan], dict], plans: list[QueryPlan], engine: str) -> list[dict]:
     """``work`` for each windowed query of a batch. Their tables are their own, so on the Arrow
-    engine they run on threads (Arrow's kernels and delta-rs's writes release the GIL): a batch of
-    many windowed queries uses the machine's cores. In order on Spark (its jobs already spread),
-    and when a query appends its windows to bronze (``REGISTER STREAM``), which the others share."""
-    if engine != "arrow" or len(plans) < 2 or any(p.output_stream for p in plans):
+    engine they run on threads (:func:`.threads.each`), the largest first (by views: a query's
+    work grows with its patterns). In order on Spark (its jobs already spread), and when a query
+    appends its windows to bronze (``REGISTER STREAM``), which the others share."""
+    if engine != "arrow" or any(p.output_stream for p in plans):
         return [work(p) for p in plans]
-    # Largest first (by views, a query's work grows with its patterns): a long query started last
-    # would run alone on one core at the batch's end.
-    order = sorted(range(len(plans)), key=lambda i: -len(plans[i].views))
-    with ThreadPoolExecutor(min(len(plans), os.cpu_count() or 1)) as pool:
-        done = dict(zip(order, pool.map(work, [plans[i] for i in order])))
-    return [done[i] for i in range(len(plans))]
+    return each(work, plans, weight=lambda p: len(p.views))
 
 
 def zset_engine(name: str, spark: SparkSource, read_arrow: Callable[[str], pa.Table],

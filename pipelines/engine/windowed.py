@@ -23,8 +23,6 @@ batch's last window; an earlier window's is that minus the batch's later windows
 from __future__ import annotations
 
 import json
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import cache, partial
@@ -52,6 +50,7 @@ from .bgp import GOLD, QueryMaintainer
 from .intervals import WINDOW, IntervalZSets, last_window, view_intervals, window_changes
 from .merge_on_read import folds
 from .step import change_rows, compute, gold_schema, unbind_stamps
+from .threads import each
 from .views import probe_arrow, view_schema
 from .window_state import decode, encode, stored_rows, zsets
 from .windows import Emission, Progress, WindowStep, live_buffer, window_step
@@ -175,8 +174,7 @@ def write_windows(store: TableStore, done: list[dict], batch: int, txn: Txn | No
         if whole and folds(_stored_at(store, before), added, content):
             # every query's content at once, on the cores: a fold encodes megabytes of fresh
             # buffers, most of its time in first-touch page faults, which threads overlap
-            with ThreadPoolExecutor(min(len(changes), os.cpu_count() or 1)) as pool:
-                rows = pa.concat_tables(list(pool.map(lambda c: encode(c.plan.name, batch, c.content), changes)))
+            rows = pa.concat_tables(each(lambda c: encode(c.plan.name, batch, c.content), changes))
             state, kept = partial(store.overwrite, WINDOW_STATE, rows, txn), content
         else:
             rows = pa.concat_tables([c.appended for c in changes])
