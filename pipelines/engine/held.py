@@ -110,7 +110,7 @@ class IndexedSet:
         # a removed row is a new one or a base row alive; an added row a base row gone or none of the base's
         newly = pc.is_in(self.new_keys, value_set=removed_keys)
         later.new, later.new_keys = self.new.filter(pc.invert(newly)), self.new_keys.filter(pc.invert(newly))
-        from_base = pc.invert(pc.is_in(removed_keys, value_set=self.new_keys))
+        from_base = pc.invert(pc.is_in(removed_keys, value_set=self.new_keys.filter(newly)))
         gone, _ = self._positions(removed.filter(from_base), removed_keys.filter(from_base))
         back, back_keys = self._positions(added, added_keys)
         if len(gone) or len(back):
