@@ -14,17 +14,13 @@ SQL users.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Collection
+from typing import Callable, Collection
 
 import pyarrow as pa
 
 from schemas.tables import MULT
 
 from .arrow import consolidate
-from .spark import consolidate_frame
-
-if TYPE_CHECKING:  # pragma: no cover - typing only
-    from pyspark.sql import DataFrame
 
 #: A merge-on-read table is rewritten consolidated once its rows would exceed this many times its content.
 FOLD = 2
@@ -43,11 +39,3 @@ def content_arrow(merged: Collection[str], read: Callable[[str], pa.Table]) -> C
         rows = read(name)
         return consolidate(rows, [c for c in rows.column_names if c != MULT]).cast(rows.schema) if name in merged else rows
     return arrow
-
-
-def content_spark(merged: Collection[str], read: Callable[[str], DataFrame]) -> Callable[[str], DataFrame]:
-    """:func:`content_arrow` for Spark frames."""
-    def spark(name: str) -> DataFrame:
-        frame = read(name)
-        return consolidate_frame(frame, [c for c in frame.columns if c != MULT]) if name in merged else frame
-    return spark

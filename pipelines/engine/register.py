@@ -20,7 +20,7 @@ from ..spark import SparkSource, master_of
 from ..storage import TableStore
 from ..storage.lock import writer
 from .bgp import QueryMaintainer
-from .merge_on_read import content_arrow, content_spark
+from .merge_on_read import content_arrow
 from .held import held_tables
 from .paths import path_backfill, path_tables
 from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
@@ -110,7 +110,7 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
                 "answers": progress.answers, "windows": progress.window}
     # a view another query keeps is merge-on-read (:mod:`.held`): consolidated as read
     held = held_tables([q.plan for q in active])
-    z = zset_engine(chosen, spark, content_arrow(held, store.read_arrow), content_spark(held, store.read))
+    z = zset_engine(chosen, spark, content_arrow(held, store.read_arrow), store.read)
     new_views = [v for v in plan.views if v.id not in in_use]
     if new_views:
         _fill_views(store, z, at, new_views)

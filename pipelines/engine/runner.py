@@ -32,7 +32,6 @@ from ..storage import TableStore, Txn
 from ..storage.lock import writer
 from .arrow import ArrowZSets
 from .bgp import state_tables
-from .merge_on_read import content_spark
 from .lookup import Find, finder
 from .held import HeldTables, held_tables
 from .held_bags import HeldBags
@@ -196,7 +195,7 @@ class Runner:
         # one frame per table for the batch (its version is fixed): the Spark engine's delta rules
         # read a view once per rule that joins it, and building each read anew cost a third of
         # the py4j calls of a nine-query batch
-        spark = cache(content_spark(held, lambda table: self.store.read(table, versions.get(table))))
+        spark = cache(lambda table: self.store.read(table, versions.get(table)))
         z = zset_engine(name, self._spark, arrow, spark, find)
         return z, find
 

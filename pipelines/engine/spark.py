@@ -29,7 +29,13 @@ def consolidate_frame(frame: DataFrame, columns: Sequence[str]) -> DataFrame:
 
 class SparkZSets:
     """:class:`pipelines.engine.zsets.ZSetEngine` on Spark; ``read`` gives a state table's frame,
-    ``read_arrow`` the same table as Arrow."""
+    ``read_arrow`` the same table as Arrow.
+
+    A frame read may hold a merge-on-read table's signed copies of a row unconsolidated: the delta
+    rules only join, add and consolidate at the end, each linear in its inputs, so the copies sum
+    there as they would have before. Reading each view consolidated cost a shuffle per read, a
+    third of a nine-query batch's Spark stages. The probe, which needs a key's net presence, sums
+    it itself (:func:`pipelines.engine.views.probe_spark`)."""
 
     name = "spark"
 

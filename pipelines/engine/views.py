@@ -95,18 +95,37 @@ def _shaped(rows: DataFrame, view: ViewDef, *extra) -> DataFrame:
     return rows.select(F.lit(view.id).alias("_view"), *extra, *pads)
 
 
+def _key(columns: Sequence) -> object:
+    """A row's key over the padded columns, as :func:`pipelines.engine.held.row_keys` joins
+    them (terms never hold a newline): one value to test a key against a list of literals."""
+    return F.concat_ws("\n", *columns)
+
+
 def probe_spark(messages: DataFrame, views: list[ViewDef], before: Callable[[ViewDef], DataFrame]) -> pa.Table:
-    """One Spark job: the messages matching each view (``seq``, ``op``, key) and, for the keys they
-    touch, whether the key is in the view before the batch (rows with a null ``seq``). The views are
-    probed with the batch's keys (a broadcast semi-join): nothing of a view but its matches leaves Spark."""
+    """Two Spark jobs, whatever the number of views: the messages matching each view (``seq``,
+    ``op``, key), then, for the keys they touch, whether the key is in the view before the batch
+    (rows with a null ``seq``). The second reads each view hit through literal keys (its first
+    column's values, which parquet statistics can prune on, then the whole key), so nothing of a
+    view but its matches leaves Spark and no key set is broadcast (a broadcast is a job of its
+    own, one per view). ``before(view)`` may give a view's signed rows unconsolidated (merge on
+    read): a key is present when its rows sum to a positive multiplicity."""
     union = lambda frames: reduce(lambda a, b: a.unionByName(b), frames)  # noqa: E731
-    hits = union([_shaped(matching(messages, v), v, F.col("seq"), F.col("op")) for v in views])
-    keys = F.broadcast(hits.select("_view", *_PAD))
-    present = (union([_shaped(before(v), v) for v in views])
-               .join(keys, on=["_view", *_PAD], how="left_semi")
-               .select("_view", F.lit(None).cast("long").alias("seq"), F.lit(None).cast("string").alias("op"),
-                       *_PAD))
-    return hits.unionByName(present).toArrow()
+    hits = union([_shaped(matching(messages, v), v, F.col("seq"), F.col("op")) for v in views]).toArrow()
+    if hits.num_rows == 0:
+        return hits
+    stored = []
+    for view in views:
+        mine = hits.filter(pc.equal(hits["_view"], view.id))
+        if mine.num_rows == 0:
+            continue
+        firsts = pc.unique(mine["c0"]).to_pylist()
+        keys = pc.unique(pc.binary_join_element_wise(*[mine[p] for p in _PAD], "\n")).to_pylist()
+        rows = _shaped(before(view), view, F.col(MULT))
+        stored.append(rows.where(F.col("c0").isin(firsts) & _key([F.col(p) for p in _PAD]).isin(keys)))
+    present = (union(stored).groupBy("_view", *_PAD).agg(F.sum(MULT).alias(MULT)).where(F.col(MULT) > 0)
+               .select("_view", F.lit(None).cast("long").alias("seq"), F.lit(None).cast("string").alias("op"), *_PAD))
+    schema = pa.schema([f.with_nullable(True) for f in hits.schema])
+    return pa.concat_tables([hits.cast(schema), present.toArrow().cast(schema)])
 
 
 def matching_arrow(messages: pa.Table, view: ViewDef, where: Callable[[pa.Table, str], pa.Table]) -> pa.Table:
