@@ -126,7 +126,7 @@ def markdown(records: list[dict]) -> str:
                     str(scale), f"{triples[scale]:,}", str(size), key, _cell(lg), _fmt(e2e), f"{size / e2e:,.0f}",
                     _cell(rc), _cell(dk), _cell(ox), f"{_median(rc['batch']) / e2e:.2f}x" if rc else "·",
                     f"{_median(dk['batch']) / e2e:.2f}x" if dk else "·",
-                    f"{_median(lg['jobs']):.0f} / {_median(rc['jobs']):.0f}" if rc else "·",
+                    f"{_median(lg['jobs']):.0f} / " + (f"{_median(rc['jobs']):.0f}" if rc else "·"),
                     f"{_median(lg['commits']):.0f}", _reads(lg),
                 ])
     lines += _table(["scale", "triples", "batch", "query", "lakegraph median / p95", "lakegraph end-to-end",

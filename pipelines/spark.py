@@ -58,6 +58,24 @@ def resolve_master(master: str | None) -> str:
 
 
 @contextmanager
+def session_conf(spark: "SparkSession", conf: Mapping[str, str]) -> Iterator[None]:
+    """``conf`` set on ``spark``'s session for the block, each key restored (or unset) after it.
+    Every thread using the session sees it: the block must not run beside Spark work that needs
+    other settings (a batch runs one engine, and the Spark engine's plans run one at a time)."""
+    saved = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+@contextmanager
 def _child_output(path: str | None) -> Iterator[None]:
     """While the JVM is launched, point this process's stdout and stderr at ``path`` (appended), so
     the JVM inherits the file as its own output for its whole life: its start-up banner (``Using

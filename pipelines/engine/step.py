@@ -120,7 +120,7 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Fin
         probed = probe_arrow(messages, views, lambda v, keys: z.lookup(v.id, keys, [(c, c) for c in v.columns]),
                              z.where)
     else:
-        probed = probe_spark(z.from_arrow(messages), views, lambda v: z.read(v.id))
+        probed = probe_spark(z.from_arrow(messages), views, lambda v: z.read(v.id), z.to_arrow)
     changes = compute_view_changes(probed, views)
     path_views = catalog.distinct_paths(plans)
     paths = path_changes(path_views, cache(z.arrow), changes.deltas, find)

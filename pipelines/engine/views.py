@@ -101,16 +101,18 @@ def _key(columns: Sequence) -> object:
     return F.concat_ws("\n", *columns)
 
 
-def probe_spark(messages: DataFrame, views: list[ViewDef], before: Callable[[ViewDef], DataFrame]) -> pa.Table:
+def probe_spark(messages: DataFrame, views: list[ViewDef], before: Callable[[ViewDef], DataFrame],
+                to_arrow: Callable[[DataFrame], pa.Table]) -> pa.Table:
     """Two Spark jobs, whatever the number of views: the messages matching each view (``seq``,
     ``op``, key), then, for the keys they touch, whether the key is in the view before the batch
     (rows with a null ``seq``). The second reads each view hit through literal keys (its first
     column's values, which parquet statistics can prune on, then the whole key), so nothing of a
     view but its matches leaves Spark and no key set is broadcast (a broadcast is a job of its
-    own, one per view). ``before(view)`` may give a view's signed rows unconsolidated (merge on
-    read): a key is present when its rows sum to a positive multiplicity."""
+    own, one per view). ``to_arrow`` evaluates a frame. ``before(view)`` may give a view's signed
+    rows unconsolidated (merge on read): a key is present when its rows sum to a positive
+    multiplicity."""
     union = lambda frames: reduce(lambda a, b: a.unionByName(b), frames)  # noqa: E731
-    hits = union([_shaped(matching(messages, v), v, F.col("seq"), F.col("op")) for v in views]).toArrow()
+    hits = to_arrow(union([_shaped(matching(messages, v), v, F.col("seq"), F.col("op")) for v in views]))
     if hits.num_rows == 0:
         return hits
     stored = []
@@ -125,7 +127,7 @@ def probe_spark(messages: DataFrame, views: list[ViewDef], before: Callable[[Vie
     present = (union(stored).groupBy("_view", *_PAD).agg(F.sum(MULT).alias(MULT)).where(F.col(MULT) > 0)
                .select("_view", F.lit(None).cast("long").alias("seq"), F.lit(None).cast("string").alias("op"), *_PAD))
     schema = pa.schema([f.with_nullable(True) for f in hits.schema])
-    return pa.concat_tables([hits.cast(schema), present.toArrow().cast(schema)])
+    return pa.concat_tables([hits.cast(schema), to_arrow(present).cast(schema)])
 
 
 def matching_arrow(messages: pa.Table, view: ViewDef, where: Callable[[pa.Table, str], pa.Table]) -> pa.Table:
