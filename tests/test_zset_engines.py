@@ -150,3 +150,32 @@ def test_session_conf_is_restored_after_the_block(spark):
         raise RuntimeError("the block fails: the settings still come back")
     assert {key: spark.conf.get(key) for key in PLAN_CONF} == before
     assert spark.conf.get("lakegraph.test.key", None) is None
+
+
+def test_the_probes_agree_on_awkward_terms_and_unconsolidated_views(engines):
+    """The Spark probe selects a view's stored rows through SQL text literals: quotes, backslashes
+    and non-ASCII in terms must select exactly the keys the messages touch, and a key whose stored
+    copies sum to zero (merge on read) is absent: the Arrow probe reads the view consolidated, as
+    a run holds it, the Spark probe as stored."""
+    from pipelines.engine.merge_on_read import content_arrow
+    from pipelines.engine.views import compute_view_changes, probe_arrow, probe_spark
+    from views.plan import ViewDef
+
+    tables, arrow, sparkz = engines
+    awkward = ['"it\'s"', '"back\\\\slash \\"q\\""', '"é {x}"@fr', "<http://e/a'b>"]
+    view = ViewDef(id="v_probe", canonical="?v0 <http://e/p> ?v1", s=None, p="<http://e/p>", o=None,
+                   columns=("v0", "v1"), positions=(("s", "v0"), ("o", "v1")), filter_sql=None)
+    stored = [(a, b, 1) for a in awkward[:3] for b in awkward[1:]] + [(awkward[3], awkward[0], 1),
+                                                                      (awkward[3], awkward[0], -1)]
+    tables[view.id] = pa.table({"v0": [r[0] for r in stored], "v1": [r[1] for r in stored],
+                                MULT: [r[2] for r in stored]}, schema=binding_schema(view.columns))
+    triples = [(a, b) for a in awkward for b in awkward]
+    messages = pa.table({"seq": list(range(len(triples))), "op": ["insert", "delete"] * (len(triples) // 2),
+                         "s": [t[0] for t in triples], "p": ["<http://e/p>"] * len(triples),
+                         "o": [t[1] for t in triples]})
+    consolidated = content_arrow({view.id}, tables.__getitem__)
+    on_arrow = probe_arrow(messages, [view], lambda v, keys: consolidated(v.id), arrow.where)
+    on_spark = probe_spark(sparkz.from_arrow(messages), [view], lambda v: sparkz.read(v.id), sparkz.to_arrow)
+    deltas = [compute_view_changes(p, [view]).deltas[view.id] for p in (on_arrow, on_spark)]
+    assert bag(deltas[0], ["v0", "v1"]) == bag(deltas[1], ["v0", "v1"])
+    assert bag(deltas[1], ["v0", "v1"]), "the messages change the view"

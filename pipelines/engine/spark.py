@@ -51,6 +51,7 @@ class SparkZSets:
         self.spark = spark
         self._read = read
         self._read_arrow = read_arrow
+        self._renamed: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[DataFrame, DataFrame]] = {}
 
     def read(self, table: str) -> DataFrame:
         return self._read(table)
@@ -73,7 +74,15 @@ class SparkZSets:
         return frame_of(self.spark, table)
 
     def rename(self, frame: DataFrame, pairs: Sequence[tuple[str, str]]) -> DataFrame:
-        return frame.select(*[F.col(f"`{old}`").alias(new) for old, new in pairs], MULT)
+        # The delta rules rename the same view (or view change) the same way in every term that
+        # joins it: one frame for them all, built once (a third of a batch's py4j calls were
+        # these renames), and one subtree Spark can see is the same
+        key = (id(frame), tuple(pairs))
+        held = self._renamed.get(key)
+        if held is None or held[0] is not frame:
+            held = self._renamed[key] = (frame, frame.select(*[F.col(f"`{old}`").alias(new) for old, new in pairs],
+                                                             MULT))
+        return held[1]
 
     def join(self, left: DataFrame, right: DataFrame) -> DataFrame:
         shared = [c for c in _data_columns(left) if c in set(_data_columns(right))]

@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from schemas.tables import MULT
+from views.filters import sql_string
 from views.plan import ViewDef
 
 _PAD = ("c0", "c1", "c2", "c3")
@@ -95,10 +96,14 @@ def _shaped(rows: DataFrame, view: ViewDef, *extra) -> DataFrame:
     return rows.select(F.lit(view.id).alias("_view"), *extra, *pads)
 
 
-def _key(columns: Sequence) -> object:
-    """A row's key over the padded columns, as :func:`pipelines.engine.held.row_keys` joins
-    them (terms never hold a newline): one value to test a key against a list of literals."""
-    return F.concat_ws("\n", *columns)
+def _touching(firsts: Sequence[str], keys: Sequence[str]) -> str:
+    """Spark SQL selecting a shaped view's rows whose key is one of ``keys`` (the padded columns
+    joined by newlines, as :func:`pipelines.engine.held.row_keys` joins them: terms never hold
+    one), tested first on the first column alone, which parquet statistics can prune on. Text,
+    parsed once by Spark: literals passed as Columns cost a py4j call each."""
+    joined = f"concat_ws({sql_string(chr(10))}, {', '.join(_PAD)})"
+    return (f"c0 IN ({', '.join(map(sql_string, firsts))}) "
+            f"AND {joined} IN ({', '.join(map(sql_string, keys))})")
 
 
 def probe_spark(messages: DataFrame, views: list[ViewDef], before: Callable[[ViewDef], DataFrame],
@@ -120,10 +125,9 @@ def probe_spark(messages: DataFrame, views: list[ViewDef], before: Callable[[Vie
         mine = hits.filter(pc.equal(hits["_view"], view.id))
         if mine.num_rows == 0:
             continue
-        firsts = pc.unique(mine["c0"]).to_pylist()
         keys = pc.unique(pc.binary_join_element_wise(*[mine[p] for p in _PAD], "\n")).to_pylist()
-        rows = _shaped(before(view), view, F.col(MULT))
-        stored.append(rows.where(F.col("c0").isin(firsts) & _key([F.col(p) for p in _PAD]).isin(keys)))
+        touching = _touching(pc.unique(mine["c0"]).to_pylist(), keys)
+        stored.append(_shaped(before(view), view, F.col(MULT)).where(F.expr(touching)))
     present = (union(stored).groupBy("_view", *_PAD).agg(F.sum(MULT).alias(MULT)).where(F.col(MULT) > 0)
                .select("_view", F.lit(None).cast("long").alias("seq"), F.lit(None).cast("string").alias("op"), *_PAD))
     schema = pa.schema([f.with_nullable(True) for f in hits.schema])
