@@ -108,7 +108,8 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
         catalog.add(store, plan, at.batch)
         return {"batch": at.batch, "views": len(plan.views), "new_views": len(plan.views), "engine": chosen,
                 "answers": progress.answers, "windows": progress.window}
-    # a view another query keeps is merge-on-read (:mod:`.held`): consolidated as read
+    # a view another query keeps is merge-on-read (:mod:`.held`): consolidated as read on Arrow;
+    # the Spark engine reads it as stored (its rules are linear: :class:`.spark.SparkZSets`)
     held = held_tables([q.plan for q in active])
     z = zset_engine(chosen, spark, content_arrow(held, store.read_arrow), store.read)
     new_views = [v for v in plan.views if v.id not in in_use]

@@ -10,7 +10,7 @@ A *probe* finds each view's matching messages and, for the keys they touch, whet
 the view before the batch, as rows of one common shape (``_view``, ``seq``, ``op``, ``c0..c3``
 padded with '', at most four variable positions: s, p, o and a windowed query's timestamp ``t``; a
 presence row has a null ``seq``). Spark probes
-in one collect (:func:`probe_spark`); the Arrow engine probes in process (:func:`probe_arrow`),
+in two jobs (:func:`probe_spark`); the Arrow engine probes in process (:func:`probe_arrow`),
 reading only the views some message matches. The walk in ``seq`` order is then done on those few
 rows in Arrow.
 """
