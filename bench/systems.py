@@ -40,6 +40,7 @@ from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
 from pipelines.storage import open_store
 from views.aggregates import Aggregation
+from views.filters import sql_string
 from views.model import Compare, Const, Query, Var
 from views.plan import QueryPlan, compile_query
 from views.sparql import parse_query
@@ -175,11 +176,6 @@ class Lakegraph:
 
 # -- (b) full recompute on Spark ----------------------------------------------------------------
 _MESSAGE_SCHEMA = StructType([StructField(c, StringType()) for c in ("time", "op", "s", "p", "o")])
-
-
-def sql_string(text: str) -> str:
-    """``text`` as a Spark SQL string literal (quotes and backslashes escaped)."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @dataclass(frozen=True)
