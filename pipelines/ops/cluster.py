@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -89,6 +90,9 @@ def main() -> None:
     parser.add_argument("--memory", default="1g", help="memory per worker")
     parser.add_argument("--logs", default="cluster-logs", help="folder of the daemons' logs")
     args = parser.parse_args()
+    # stopped by a TERM (kill, a supervisor) as by Ctrl-C: the daemons run in sessions of their own
+    # and outlive this process unless the block's cleanup runs
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     with standalone_cluster(Path(args.logs), args.workers, args.cores, args.memory) as master:
         print(master, flush=True)
         try:
