@@ -64,7 +64,7 @@ def disk_bytes(lake: Path) -> int:
 
 def category(table: str) -> str:
     """Which part of the lake a table belongs to (table names as in :mod:`pipelines.lake`)."""
-    if table.startswith("v_"):
+    if table == "views" or table.startswith("v_"):     # the views table, or a view's own (earlier lakes)
         return "views"
     if table.startswith("pe_"):
         return "partial_embeddings"

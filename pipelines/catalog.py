@@ -11,7 +11,7 @@ from views.path_views import PathDef
 from views.model import validate_name
 from views.plan import QueryPlan, ViewDef
 
-from .lake import (QUERIES, background_table, bag_table, buffer_table, changes_table, gold_table,
+from .lake import (QUERIES, VIEWS, background_table, bag_table, buffer_table, changes_table, gold_table,
                    legacy_state_table, now, pe_table, sums_table)
 from .storage import TableStore
 
@@ -64,10 +64,19 @@ def _by_id(items: Iterable[Shared]) -> list[Shared]:
 
 
 def shared_tables(plans: list[QueryPlan]) -> list[str]:
-    """The tables queries share by canonical form: views, and path views with their reach state. (A
-    windowed query's views are its own, parts of its state in the window state table.)"""
+    """What queries share by canonical form, by name: views (parts of the views table,
+    :func:`shared_storage`), and path views with their reach state. (A windowed query's views are
+    its own, parts of its state in the window state table.)"""
     return ([v.id for v in distinct_views([p for p in plans if not p.windowed])]
             + [t for p in distinct_paths(plans) for t in (p.id, p.reach)])
+
+
+def shared_storage(plans: list[QueryPlan]) -> list[str]:
+    """The tables that hold what queries share: the views table (every view is a part of it:
+    :mod:`pipelines.engine.views_table`) when the queries over the whole graph have views, and
+    each path view's tables."""
+    views = [VIEWS] if distinct_views([p for p in plans if not p.windowed]) else []
+    return views + [t for p in distinct_paths(plans) for t in (p.id, p.reach)]
 
 
 def owned_tables(plan: QueryPlan) -> list[str]:

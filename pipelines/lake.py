@@ -26,6 +26,8 @@ BATCHES = "batches"
 WINDOW_LOG = "window_log"
 #: The state of every windowed query: one table, so a batch writes all their states in one commit.
 WINDOW_STATE = "window_state"
+#: The views of every query over the whole graph: one table, so a batch writes them in one commit.
+VIEWS = "views"
 
 FIXED_TABLES: dict[str, pa.Schema] = {
     BRONZE: S.BRONZE,
@@ -35,6 +37,7 @@ FIXED_TABLES: dict[str, pa.Schema] = {
     BATCHES: S.BATCHES,
     WINDOW_LOG: S.WINDOW_LOG,
     WINDOW_STATE: S.WINDOW_STATE,
+    VIEWS: S.VIEWS,
 }
 #: The tables other commands may commit to while a run goes on: ``ingest`` appends to the first
 #: three under its own lock, ``register`` to the catalog.

@@ -137,6 +137,15 @@ WINDOW_LOG = pa.schema([
     pa.field("gold_version", pa.int64(), nullable=False),
 ])
 
+#: Every per-triple-pattern view of the queries over the whole graph, one table for the lake
+#: (:mod:`pipelines.engine.views_table`): a row is one signed copy of a view's row (merge on read),
+#: ``_view`` names the view, ``v0``..``v2`` are its variables in order (unused ones null).
+VIEW = "_view"
+VIEW_COLUMNS = ("v0", "v1", "v2")
+VIEWS = pa.schema([pa.field(VIEW, pa.string(), nullable=False)]
+                  + [pa.field(c, pa.string()) for c in VIEW_COLUMNS]
+                  + [pa.field(MULT, pa.int64(), nullable=False)])
+
 #: The state of every windowed query, one table for the lake (:mod:`pipelines.engine.window_state`):
 #: a row holds one part of one query's state (a view, a partial embedding, its buffer, its progress)
 #: as a batch changed it, ``rows`` rows encoded as an LZ4-compressed Arrow IPC stream in ``data``

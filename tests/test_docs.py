@@ -38,7 +38,7 @@ VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
 PROGRESS = re.compile(r"^(ingest|batch) ")
 
 #: Docs whose commands run on the example lake of ``bash scripts/demo.sh``.
-ON_DEMO_LAKE = {"docs/sql.md", "docs/audit.md", "docs/airflow.md", "docs/engines.md"}
+ON_DEMO_LAKE = {"docs/sql.md", "docs/audit.md", "docs/airflow.md", "docs/engines.md", "docs/storage.md"}
 
 #: Commands of the docs that are not lakegraph commands, and the test that runs each.
 ELSEWHERE: dict[str, str] = {

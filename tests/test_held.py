@@ -48,7 +48,7 @@ def test_appends_then_folds_and_lookups_follow_the_content(tmp_path):
         shapes.add("folded" if stored.num_rows == len(pairs) else "appended")
         found = state.finder({NAME: store.version(NAME)})(NAME, "v0", pa.array(["r1", "r2"]))
         assert _content(found) == {p for p in pairs if p[0] in ("r1", "r2")}
-        assert _content(state.read(NAME, store.version(NAME))) == pairs
+        assert _content(state.read(NAME, {NAME: store.version(NAME)})) == pairs
     assert shapes == {"folded", "appended"}
 
 
@@ -62,7 +62,7 @@ def test_a_commit_made_before_is_not_held(tmp_path):
     rerun = HeldTables(store)
     store.concurrently(rerun.writes({NAME: delta}, {NAME: version}, Txn("test", 1)))   # skipped: made before
     assert store.version(NAME) == version + 1
-    assert _content(rerun.read(NAME, version + 1)) == {("a", "b"), ("a", "c"), ("a", "d")}
+    assert _content(rerun.read(NAME, {NAME: version + 1})) == {("a", "b"), ("a", "c"), ("a", "d")}
 
 
 def test_an_indexed_set_follows_random_changes_across_rebases():

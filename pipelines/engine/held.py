@@ -17,6 +17,7 @@ was skipped because it had already happened drops it.
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Iterable, Mapping
 
@@ -24,11 +25,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas.tables import MULT
-from views.plan import QueryPlan
+from schemas import tables as S
+from schemas.tables import MULT, VIEW, VIEW_COLUMNS
+from views.plan import QueryPlan, ViewDef
 
 from .. import catalog
+from ..lake import VIEWS
 from ..storage import TableStore, Txn
+from . import views_table
 from .arrow import consolidate, data_columns
 from .merge_on_read import folds
 from .lookup import Find, Lookup
@@ -144,20 +148,50 @@ class IndexedSet:
         return candidates[hit.to_numpy(zero_copy_only=False)], found.filter(hit)
 
 
+@dataclass
+class _HeldViews:
+    """The views table (:mod:`.views_table`) at one version: each tracked view's content as an
+    :class:`IndexedSet`, and the rows of the views no query of the run uses (kept through a fold)."""
+
+    version: int
+    stored: int                     # rows the table holds on disk at ``version``
+    sets: dict[str, IndexedSet]
+    others: pa.Table
+
+    def size(self) -> int:
+        return sum(s.size for s in self.sets.values()) + self.others.num_rows
+
+
 class HeldTables:
     """The merge-on-read tables of a run (:func:`held_tables`), each indexed at the
-    version it was last read or written at (see the module text)."""
+    version it was last read or written at (see the module text). The views are parts of one
+    table (:mod:`.views_table`), held and written together: a batch's view changes are one commit."""
 
     def __init__(self, store: TableStore) -> None:
         self.store = store
         self._sets: dict[str, IndexedSet] = {}
+        self._views: dict[str, ViewDef] = {}
+        self._held_views: _HeldViews | None = None
         # rows served from what the run holds (reads of the tables themselves count in the store's
         # own figures): how the bench shows a batch's reads following its change
         self.served = 0
 
-    def _at(self, name: str, version: int | None) -> IndexedSet:
-        """Table ``name`` at ``version`` (the newest when None), read and indexed unless it is the
-        version held."""
+    def track(self, views: Iterable[ViewDef]) -> None:
+        """The views of the run's queries: the parts of the views table held as tables of their own."""
+        views = {v.id: v for v in views}
+        if views != self._views:
+            self._views, self._held_views = views, None
+
+    def views(self) -> list[ViewDef]:
+        """The views tracked."""
+        return list(self._views.values())
+
+    def _at(self, name: str, versions: Mapping[str, int]) -> IndexedSet:
+        """Table ``name`` at its version in ``versions`` (the newest when absent), read and indexed
+        unless it is the version held."""
+        if name in self._views:
+            return self._views_at(versions.get(VIEWS)).sets[name]
+        version = versions.get(name)
         version = self.store.version(name) if version is None else version
         held = self._sets.get(name)
         if held is None or held.version != version:
@@ -166,17 +200,30 @@ class HeldTables:
             held = self._sets[name] = IndexedSet(content, rows.num_rows, version)
         return held
 
-    def read(self, name: str, version: int | None) -> pa.Table:
-        """Table ``name``'s content at ``version``."""
-        return self._served(self._at(name, version).content())
+    def _views_at(self, version: int | None) -> _HeldViews:
+        """The views table at ``version`` (the newest when None): read once, split by view."""
+        version = self.store.version(VIEWS) if version is None else version
+        held = self._held_views
+        if held is None or held.version != version:
+            rows = self.store.read_arrow(VIEWS, version)
+            parts, others = views_table.split(rows, self._views.values())
+            sets = {name: IndexedSet(consolidate(part, data_columns(part)).cast(part.schema), part.num_rows, version)
+                    for name, part in parts.items()}
+            held = self._held_views = _HeldViews(version, rows.num_rows, sets, others)
+        return held
+
+    def read(self, name: str, versions: Mapping[str, int]) -> pa.Table:
+        """Table ``name``'s content at its version in ``versions``."""
+        return self._served(self._at(name, versions).content())
 
     def finder(self, versions: Mapping[str, int]) -> Find:
         """Rows of the tables at ``versions`` (a batch's) by a column's values."""
-        return lambda name, column, values: self._served(self._at(name, versions.get(name)).find(column, values))
+        return lambda name, column, values: self._served(self._at(name, versions).find(column, values))
 
     def changed_rows(self) -> int:
         """Rows the held tables keep beside their indexed bases (gone from them or added since)."""
-        return sum(held.gone + held.new.num_rows for held in self._sets.values())
+        sets = [*self._sets.values(), *(self._held_views.sets.values() if self._held_views else ())]
+        return sum(held.gone + held.new.num_rows for held in sets)
 
     def _served(self, rows: pa.Table) -> pa.Table:
         self.served += rows.num_rows
@@ -187,11 +234,16 @@ class HeldTables:
         """The commits of a batch's changes to the tables (``deltas``, from the ``versions`` the
         batch read), for :meth:`TableStore.concurrently`: each appends its change, or rewrites the
         table consolidated when its rows would pass :data:`~.merge_on_read.FOLD` times its content,
-        and then holds the table at the version it wrote."""
-        return [partial(self._write, name, delta, versions.get(name), txn) for name, delta in deltas.items()]
+        and then holds the table at the version it wrote. The views' changes are one commit."""
+        views = {name: delta for name, delta in deltas.items() if name in self._views}
+        writes = [partial(self._write, name, delta, versions.get(name), txn)
+                  for name, delta in deltas.items() if name not in views]
+        if views:
+            writes.append(partial(self._write_views, views, versions.get(VIEWS), txn))
+        return writes
 
     def _write(self, name: str, delta: pa.Table, version: int | None, txn: Txn) -> None:
-        held = self._at(name, version)
+        held = self._at(name, {} if version is None else {name: version})
         after = held.after(delta)
         del self._sets[name]        # held again only once the commit is known to have been made now
         if folds(held.stored, delta.num_rows, after.size):
@@ -202,3 +254,22 @@ class HeldTables:
         elif self.store.append(name, delta, txn):
             after.version = self.store.version(name)
             self._sets[name] = after
+
+    def _write_views(self, deltas: Mapping[str, pa.Table], version: int | None, txn: Txn) -> None:
+        """One commit of every view's change: appended together, or the views table rewritten
+        consolidated when its rows would pass :data:`~.merge_on_read.FOLD` times its content."""
+        held = self._views_at(version)
+        sets = {**held.sets, **{name: held.sets[name].after(delta) for name, delta in deltas.items()}}
+        rows = sum(delta.num_rows for delta in deltas.values())
+        self._held_views = None     # held again only once the commit is known to have been made now
+        others = consolidate(held.others, [VIEW, *VIEW_COLUMNS]) if held.others.num_rows else held.others
+        after = _HeldViews(version, held.stored + rows, sets, others)
+        if folds(held.stored, rows, after.size()):
+            content = pa.concat_tables([others.cast(S.VIEWS)]
+                                       + [views_table.stored(name, s.content()) for name, s in sets.items()])
+            if self.store.overwrite(VIEWS, content, txn):
+                after.stored, after.version = content.num_rows, self.store.version(VIEWS)
+                self._held_views = after
+        elif self.store.append(VIEWS, pa.concat_tables([views_table.stored(n, d) for n, d in deltas.items()]), txn):
+            after.version = self.store.version(VIEWS)
+            self._held_views = after

@@ -8,13 +8,16 @@ before it leaves only tables no registered query uses, and they are rebuilt on t
 """
 from __future__ import annotations
 
+from typing import Callable
+
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from views.path_views import PathDef
 from views.plan import QueryPlan, ViewDef
 
 from .. import catalog
-from ..lake import (BRONZE, BRONZE_TO_DONE, WINDOW_STATE, BatchLog, BatchRecord, changes_table, gold_table,
+from ..lake import (BRONZE, BRONZE_TO_DONE, VIEWS, WINDOW_STATE, BatchLog, BatchRecord, changes_table, gold_table,
                     init_lake)
 from ..spark import SparkSource, master_of
 from ..storage import TableStore
@@ -25,11 +28,12 @@ from .held import held_tables
 from .paths import path_backfill, path_tables
 from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
 from .step import change_rows, changes_schema, gold_schema
-from .views import triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow, view_schema
+from .views import triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow
 from .window_state import last_progress
 from .windowed import forget_state, forget_windows, run_windowed, window_tables, write_windows
 from .windows import Progress
 from .zsets import ZSetEngine
+from . import views_table
 
 
 class RegistrationError(ValueError):
@@ -68,14 +72,12 @@ def _fill_views(store: TableStore, z: ZSetEngine, at: BatchRecord, views: list[V
         frame = triples_in_graph(store.read(BRONZE, at.bronze_to).where(F.col("seq") <= at.seq_to)).cache()
         rows = {view.id: view_rows(frame, view).toArrow() for view in views}
         frame.unpersist()
-    for view in views:
-        store.create(view.id, view_schema(view))
-        store.append(view.id, rows[view.id])
+    store.append(VIEWS, pa.concat_tables([views_table.stored(view.id, rows[view.id]) for view in views]))
 
 
-def _fill_path(store: TableStore, path: PathDef) -> None:
-    """Create a path view's tables, filled from its edge views (filled first)."""
-    for name, rows in path_backfill(path, store.read_arrow).items():
+def _fill_path(store: TableStore, path: PathDef, read: Callable[[str], pa.Table]) -> None:
+    """Create a path view's tables, filled from its edge views (filled first, ``read`` reads them)."""
+    for name, rows in path_backfill(path, read).items():
         store.create(name, rows.schema)
         store.append(name, rows)
 
@@ -98,10 +100,14 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
     if taken:
         raise RegistrationError(f"a query named {taken[0]!r} is already registered; unregister it first")
     at = checkpoint(store)
+    whole = [q.plan for q in active if not q.plan.windowed]
+    views_table.adopt_legacy(store, catalog.distinct_views(whole))
     in_use = set(catalog.shared_tables([q.plan for q in active]))
     # leftovers of an interrupted registration of this name, and views nobody uses
-    for name in catalog.owned_tables(plan) + [t for t in catalog.shared_tables([plan]) if t not in in_use]:
+    unused = [t for t in catalog.shared_tables([plan]) if t not in in_use]
+    for name in catalog.owned_tables(plan) + unused:
         store.drop(name)
+    views_table.forget(store, [v.id for v in plan.views if v.id in unused])
     chosen = choose_engine(engine, store.row_count(BRONZE, at.bronze_to), master_of(spark, master), ARROW_MAX_BACKFILL)
     if plan.windowed:
         progress = _replay_windows(store, spark, plan, at, chosen)
@@ -110,14 +116,16 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
                 "answers": progress.answers, "windows": progress.window}
     # a view another query keeps is merge-on-read (:mod:`.held`): consolidated as read on Arrow;
     # the Spark engine reads it as stored (its rules are linear: :class:`.spark.SparkZSets`)
-    held = held_tables([q.plan for q in active])
-    z = zset_engine(chosen, spark, content_arrow(held, store.read_arrow), store.read)
+    views = catalog.distinct_views(whole + [plan])
+    arrow = content_arrow(held_tables(whole) | {v.id for v in views},
+                          views_table.parted(views, _newest(store), views_table.of_view))
+    z = zset_engine(chosen, spark, arrow, views_table.parted(views, store.read, views_table.of_view_spark))
     new_views = [v for v in plan.views if v.id not in in_use]
     if new_views:
         _fill_views(store, z, at, new_views)
     for path in plan.paths:
         if path.id not in in_use:
-            _fill_path(store, path)
+            _fill_path(store, path, arrow)
     maintainer = QueryMaintainer(plan, z)
     result = maintainer.full()
     for name, schema in maintainer.tables().items():
@@ -130,6 +138,22 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
     catalog.add(store, plan, at.batch)
     return {"batch": at.batch, "views": len(plan.views), "new_views": len(new_views), "engine": chosen,
             "answers": int(pc.sum(result.gold["_mult"]).as_py() or 0)}
+
+
+def _newest(store: TableStore) -> Callable[[str], pa.Table]:
+    """``store.read_arrow`` of a table's newest version, the views table read once per version
+    (a backfill reads a view per pattern of the query, each a part of it)."""
+    held: dict[int, pa.Table] = {}
+
+    def read(name: str) -> pa.Table:
+        if name != VIEWS:
+            return store.read_arrow(name)
+        version = store.version(VIEWS)
+        if version not in held:
+            held.clear()
+            held[version] = store.read_arrow(VIEWS, version)
+        return held[version]
+    return read
 
 
 def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: BatchRecord,
@@ -171,8 +195,11 @@ def _unregister(store: TableStore, name: str) -> list[str]:
     catalog.remove(store, name)
     dropped = [t for t in catalog.owned_tables(query.plan) if store.exists(t)]
     dropped += [t for t in catalog.shared_tables([query.plan]) if t not in others]
+    views = {v.id for v in query.plan.views} if not query.plan.windowed else set()
     for table in dropped:
-        store.drop(table)
+        if table not in views:
+            store.drop(table)
+    views_table.forget(store, views & set(dropped))
     forget_state(store, name)
     forget_windows(store, name)
     return dropped

@@ -35,6 +35,7 @@ from .bgp import state_tables
 from .lookup import Find, finder
 from .held import HeldTables, held_tables
 from .held_bags import HeldBags
+from . import views_table
 from .spark import SparkZSets, filter_arrow
 from .threads import each
 from .step import change_rows, commit, compute
@@ -161,7 +162,7 @@ class Runner:
         return end
 
     def _state_tables(self, plans) -> list[str]:
-        names = catalog.shared_tables(plans)
+        names = catalog.shared_storage(plans)
         for plan in plans:
             names += [gold_table(plan.name), changes_table(plan.name)]
             names += list(window_tables(plan)) if plan.windowed else list(state_tables(plan))
@@ -184,7 +185,7 @@ class Runner:
         finds a table's rows by key (by an index probe for the ``held`` ones)."""
         def arrow(table: str) -> pa.Table:
             if table in held:
-                return self.held.read(table, versions.get(table))
+                return self.held.read(table, versions)
             return self.store.read_arrow(table, versions.get(table))
 
         indexed, filtered = self.held.finder(versions), finder(arrow)
@@ -195,7 +196,8 @@ class Runner:
         # one frame per table for the batch (its version is fixed): the Spark engine's delta rules
         # read a view once per rule that joins it, and building each read anew cost a third of
         # the py4j calls of a nine-query batch
-        spark = cache(lambda table: self.store.read(table, versions.get(table)))
+        stored = cache(lambda table: self.store.read(table, versions.get(table)))
+        spark = cache(views_table.parted(self.held.views(), stored, views_table.of_view_spark))
         z = zset_engine(name, self._spark, arrow, spark, find)
         return z, find
 
@@ -220,6 +222,7 @@ class Runner:
         if not plans:
             return report
         catalog.refuse_legacy_state(self.store, plans)
+        views_table.adopt_legacy(self.store, catalog.distinct_views([p for p in plans if not p.windowed]))
 
         def room() -> bool:
             return max_batches is None or len(report.batches) < max_batches
@@ -305,6 +308,7 @@ class Runner:
         engine = choose_engine(self.engine, rows.num_rows, self.master)
         whole = [p for p in plans if not p.windowed]
         held = held_tables(whole)
+        self.held.track(catalog.distinct_views(whole))
         z, find = self._engine(engine, versions, held)
         step = compute(z, rows.select(["seq", "op", "s", "p", "o"]), whole, find)
         changed = step.changed()

@@ -25,11 +25,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from schemas.tables import MULT
+from schemas.tables import MULT, VIEW
 
 from .. import catalog
 from ..engine.bgp import state_tables
-from ..lake import BATCHES, BRONZE, QUERIES, BatchLog, now
+from ..lake import BATCHES, BRONZE, QUERIES, VIEWS, BatchLog, now
 from ..storage import TableStore, clear_spark_out
 from ..storage.lock import ingesting, writer
 
@@ -95,10 +95,13 @@ def _files(metrics: dict, key: str) -> int:
 
 def clustering(queries: list[catalog.Registered]) -> dict[str, tuple[str, ...]]:
     """The columns each state table is Z-ordered by when compacted: the keys a batch looks up
-    (a view's and a partial embedding's variables, a path's roots and nodes), at most two (each
-    more column weakens the clustering of the others). Gold and the logs stay as written."""
+    (the views table by view and first variable, a partial embedding by its variables, a path by
+    its roots and nodes), at most two (each more column weakens the clustering of the others).
+    Gold and the logs stay as written."""
     plans = [q.plan for q in queries]
-    keys: dict[str, tuple[str, ...]] = {v.id: v.columns[:2] for v in catalog.distinct_views(plans) if v.columns}
+    keys: dict[str, tuple[str, ...]] = {}
+    if catalog.distinct_views([p for p in plans if not p.windowed]):
+        keys[VIEWS] = (VIEW, "v0")      # a view's rows together, by their first variable
     for path in catalog.distinct_paths(plans):
         keys[path.reach] = ("root", "node")
         if path.columns:

@@ -1,0 +1,114 @@
+"""The views of the queries over the whole graph, kept in one Delta table of the lake
+(:data:`~pipelines.lake.VIEWS`) rather than a table each.
+
+A batch changes a dozen views by a few rows each, and a Delta commit costs more than writing those
+rows: with a table per view, a nine-query batch of 10,000 updates at 1M triples made 17 view
+commits of its 42. In one table a batch's view changes are one commit: the views of every query
+appended together, or, once the table's rows would pass :data:`~.merge_on_read.FOLD` times its
+content, the table rewritten consolidated (:class:`pipelines.engine.held.HeldTables`).
+
+A view is the table's rows whose ``_view`` is its id, its variables in ``v0``..``v2`` in order
+(unused ones null), kept merge-on-read: any number of signed copies of a row, which a reader sums.
+The engines and the delta rules still read a view by its id as if it were a table of its own
+(:func:`parted`); only the storage is shared.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from schemas import tables as S
+from schemas.tables import MULT, VIEW, VIEW_COLUMNS
+from views.plan import ViewDef
+
+from ..lake import VIEWS
+from ..storage import TableStore, Txn
+from .arrow import consolidate
+from .views import view_schema
+
+Rows = TypeVar("Rows", pa.Table, DataFrame)
+
+#: The app transaction that moves a view kept in a table of its own (an earlier layout) into the
+#: views table: one per view, so a move interrupted by a crash is finished, never doubled.
+_ADOPT_APP = "lakegraph-views-adopt"
+
+
+def stored(view_id: str, rows: pa.Table) -> pa.Table:
+    """A view's rows (its variable columns and ``_mult``) in the views table's shape."""
+    n = rows.num_rows
+    columns = {VIEW: pa.repeat(pa.scalar(view_id, pa.string()), n)}
+    columns.update({c: rows[c] if c in rows.column_names else pa.nulls(n, pa.string()) for c in VIEW_COLUMNS})
+    columns[MULT] = rows[MULT]
+    return pa.table(columns, schema=S.VIEWS)
+
+
+def of_view(rows: pa.Table, view: ViewDef) -> pa.Table:
+    """The views table's rows of ``view`` (as stored: signed copies), in the view's own shape."""
+    return _own(rows.filter(pc.equal(rows[VIEW], view.id)), view)
+
+
+def of_view_spark(frame: DataFrame, view: ViewDef) -> DataFrame:
+    """:func:`of_view` on Spark."""
+    return frame.where(F.col(VIEW) == F.lit(view.id)).select(*view.columns, MULT)
+
+
+def split(rows: pa.Table, views: Iterable[ViewDef]) -> tuple[dict[str, pa.Table], pa.Table]:
+    """The views table's rows of each of ``views`` in its own shape, and the rows of the views not
+    among them. A write puts each view's rows together (a fold view after view, an append its
+    views' changes one after the other), so the table is runs of one view each: slices of them,
+    found by comparing each ``_view`` with the one before, take no copy (sorting the table by view
+    took half the time of reading it)."""
+    views = list(views)
+    pieces: dict[str, list[pa.RecordBatch]] = {v.id: [] for v in views}
+    others: list[pa.RecordBatch] = []
+    for batch in rows.to_batches():
+        column, n = batch.column(VIEW), batch.num_rows
+        if n == 0:
+            continue
+        change = np.flatnonzero(pc.not_equal(column.slice(1), column.slice(0, n - 1)).to_numpy(zero_copy_only=False)) + 1
+        starts, ends = np.concatenate([[0], change]), np.concatenate([change, [n]])
+        for view_id, start, end in zip(pc.take(column, pa.array(starts)).to_pylist(), starts, ends):
+            pieces.get(view_id, others).append(batch.slice(start, end - start))
+    parts = {v.id: _own(pa.Table.from_batches(pieces[v.id], rows.schema), v) for v in views}
+    return parts, pa.Table.from_batches(others, rows.schema)
+
+
+def _own(rows: pa.Table, view: ViewDef) -> pa.Table:
+    return rows.select([*view.columns, MULT]).cast(view_schema(view))
+
+
+def parted(views: Iterable[ViewDef], read: Callable[[str], Rows], part: Callable[[Rows, ViewDef], Rows]) -> Callable[[str], Rows]:
+    """``read`` (a table by name) in which a view's id reads its rows of the views table, as
+    ``part`` takes them: how the engines, which read a view as a table, see the shared one."""
+    by_id = {v.id: v for v in views}
+    return lambda name: part(read(VIEWS), by_id[name]) if name in by_id else read(name)
+
+
+def forget(store: TableStore, view_ids: Iterable[str]) -> None:
+    """Delete the rows of ``view_ids`` (views no registered query uses any more)."""
+    ids = sorted(view_ids)
+    if ids:     # view ids are hex digests: nothing to quote
+        store.delete(VIEWS, f"{VIEW} IN ({', '.join(repr(i) for i in ids)})")
+
+
+def adopt_legacy(store: TableStore, views: Iterable[ViewDef]) -> list[str]:
+    """Move each of ``views`` still kept in a table of its own (the layout before the views table)
+    into the views table, consolidated, and drop its table; returns the ids moved. Each move is one
+    append carrying its own app transaction, so a move a crash interrupted is finished on the next
+    call, never doubled."""
+    moved = []
+    for view in views:
+        if not store.exists(view.id):
+            continue
+        if store.committed(VIEWS, _ADOPT_APP + ":" + view.id) is None:
+            rows = store.read_arrow(view.id)
+            content = consolidate(rows, list(view.columns)).cast(view_schema(view))
+            store.append(VIEWS, stored(view.id, content), Txn(_ADOPT_APP + ":" + view.id, 1))
+        store.drop(view.id)
+        moved.append(view.id)
+    return moved
