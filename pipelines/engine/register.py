@@ -101,7 +101,7 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
         raise RegistrationError(f"a query named {taken[0]!r} is already registered; unregister it first")
     at = checkpoint(store)
     whole = [q.plan for q in active if not q.plan.windowed]
-    views_table.adopt_legacy(store, catalog.distinct_views(whole))
+    views_table.adopt_legacy(store, catalog.distinct_views(whole), {})
     in_use = set(catalog.shared_tables([q.plan for q in active]))
     # leftovers of an interrupted registration of this name, and views nobody uses
     unused = [t for t in catalog.shared_tables([plan]) if t not in in_use]

@@ -222,7 +222,9 @@ class Runner:
         if not plans:
             return report
         catalog.refuse_legacy_state(self.store, plans)
-        views_table.adopt_legacy(self.store, catalog.distinct_views([p for p in plans if not p.windowed]))
+        pending = self.log.pending()
+        views_table.adopt_legacy(self.store, catalog.distinct_views([p for p in plans if not p.windowed]),
+                                 pending.versions if pending is not None else {})
 
         def room() -> bool:
             return max_batches is None or len(report.batches) < max_batches
@@ -232,7 +234,6 @@ class Runner:
             if on_batch:
                 on_batch(stats)
 
-        pending = self.log.pending()
         if pending is not None:
             done(self._process(pending, self._rows_of(pending), plans))
         self._drain(plans, max_rows, room, done)

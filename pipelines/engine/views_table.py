@@ -14,7 +14,7 @@ The engines and the delta rules still read a view by its id as if it were a tabl
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable, Mapping, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -96,17 +96,18 @@ def forget(store: TableStore, view_ids: Iterable[str]) -> None:
         store.delete(VIEWS, f"{VIEW} IN ({', '.join(repr(i) for i in ids)})")
 
 
-def adopt_legacy(store: TableStore, views: Iterable[ViewDef]) -> list[str]:
+def adopt_legacy(store: TableStore, views: Iterable[ViewDef], versions: Mapping[str, int]) -> list[str]:
     """Move each of ``views`` still kept in a table of its own (the layout before the views table)
-    into the views table, consolidated, and drop its table; returns the ids moved. Each move is one
-    append carrying its own app transaction, so a move a crash interrupted is finished on the next
-    call, never doubled."""
+    into the views table, consolidated, and drop its table; returns the ids moved. A view is taken
+    at its version in ``versions`` (those an interrupted batch recorded, which its re-run reads),
+    else its newest. Each move is one append carrying its own app transaction, so a move a crash
+    interrupted is finished on the next call, never doubled."""
     moved = []
     for view in views:
         if not store.exists(view.id):
             continue
         if store.committed(VIEWS, _ADOPT_APP + ":" + view.id) is None:
-            rows = store.read_arrow(view.id)
+            rows = store.read_arrow(view.id, versions.get(view.id))
             content = consolidate(rows, list(view.columns)).cast(view_schema(view))
             store.append(VIEWS, stored(view.id, content), Txn(_ADOPT_APP + ":" + view.id, 1))
         store.drop(view.id)
