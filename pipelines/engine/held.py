@@ -150,16 +150,29 @@ class IndexedSet:
 
 @dataclass
 class _HeldViews:
-    """The views table (:mod:`.views_table`) at one version: each tracked view's content as an
-    :class:`IndexedSet`, and the rows of the views no query of the run uses (kept through a fold)."""
+    """The views table (:mod:`.views_table`) at one version, split by view: each view a batch has
+    looked at indexed as an :class:`IndexedSet`, the others as their stored rows until one does
+    (consolidating and indexing every view at a run's first batch cost more than reading them),
+    and the rows of views no query of the run uses (kept through a fold)."""
 
     version: int
     stored: int                     # rows the table holds on disk at ``version``
     sets: dict[str, IndexedSet]
+    parts: dict[str, pa.Table]      # a view's stored rows, not yet indexed
     others: pa.Table
 
+    def get(self, name: str) -> IndexedSet:
+        if name not in self.sets:
+            part = self.parts.pop(name)
+            content = consolidate(part, data_columns(part)).cast(part.schema)
+            self.sets[name] = IndexedSet(content, part.num_rows, self.version)
+        return self.sets[name]
+
     def size(self) -> int:
-        return sum(s.size for s in self.sets.values()) + self.others.num_rows
+        """The content's rows, counting a view not indexed by its stored rows (at least its
+        content: a fold comes no earlier than the rule says)."""
+        return (sum(s.size for s in self.sets.values()) + sum(p.num_rows for p in self.parts.values())
+                + self.others.num_rows)
 
 
 class HeldTables:
@@ -190,7 +203,7 @@ class HeldTables:
         """Table ``name`` at its version in ``versions`` (the newest when absent), read and indexed
         unless it is the version held."""
         if name in self._views:
-            return self._views_at(versions.get(VIEWS)).sets[name]
+            return self._views_at(versions.get(VIEWS)).get(name)
         version = versions.get(name)
         version = self.store.version(name) if version is None else version
         held = self._sets.get(name)
@@ -207,9 +220,7 @@ class HeldTables:
         if held is None or held.version != version:
             rows = self.store.read_arrow(VIEWS, version)
             parts, others = views_table.split(rows, self._views.values())
-            sets = {name: IndexedSet(consolidate(part, data_columns(part)).cast(part.schema), part.num_rows, version)
-                    for name, part in parts.items()}
-            held = self._held_views = _HeldViews(version, rows.num_rows, sets, others)
+            held = self._held_views = _HeldViews(version, rows.num_rows, {}, parts, others)
         return held
 
     def read(self, name: str, versions: Mapping[str, int]) -> pa.Table:
@@ -222,7 +233,7 @@ class HeldTables:
 
     def changed_rows(self) -> int:
         """Rows the held tables keep beside their indexed bases (gone from them or added since)."""
-        sets = [*self._sets.values(), *(self._held_views.sets.values() if self._held_views else ())]
+        sets = [*self._sets.values(), *(self._held_views.sets.values() if self._held_views else ())]   # indexed ones
         return sum(held.gone + held.new.num_rows for held in sets)
 
     def _served(self, rows: pa.Table) -> pa.Table:
@@ -259,14 +270,16 @@ class HeldTables:
         """One commit of every view's change: appended together, or the views table rewritten
         consolidated when its rows would pass :data:`~.merge_on_read.FOLD` times its content."""
         held = self._views_at(version)
-        sets = {**held.sets, **{name: held.sets[name].after(delta) for name, delta in deltas.items()}}
+        changed = {name: held.get(name).after(delta) for name, delta in deltas.items()}
         rows = sum(delta.num_rows for delta in deltas.values())
         self._held_views = None     # held again only once the commit is known to have been made now
-        others = consolidate(held.others, [VIEW, *VIEW_COLUMNS]) if held.others.num_rows else held.others
-        after = _HeldViews(version, held.stored + rows, sets, others)
+        after = _HeldViews(held.version, held.stored + rows, {**held.sets, **changed}, dict(held.parts), held.others)
         if folds(held.stored, rows, after.size()):
-            content = pa.concat_tables([others.cast(S.VIEWS)]
-                                       + [views_table.stored(name, s.content()) for name, s in sets.items()])
+            for name in list(after.parts):
+                after.get(name)
+            after.others = consolidate(after.others, [VIEW, *VIEW_COLUMNS]).cast(S.VIEWS)
+            content = pa.concat_tables([after.others]
+                                       + [views_table.stored(name, s.content()) for name, s in after.sets.items()])
             if self.store.overwrite(VIEWS, content, txn):
                 after.stored, after.version = content.num_rows, self.store.version(VIEWS)
                 self._held_views = after

@@ -117,9 +117,8 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
     # a view another query keeps is merge-on-read (:mod:`.held`): consolidated as read on Arrow;
     # the Spark engine reads it as stored (its rules are linear: :class:`.spark.SparkZSets`)
     views = catalog.distinct_views(whole + [plan])
-    arrow = content_arrow(held_tables(whole) | {v.id for v in views},
-                          views_table.parted(views, _newest(store), views_table.of_view))
-    z = zset_engine(chosen, spark, arrow, views_table.parted(views, store.read, views_table.of_view_spark))
+    arrow = content_arrow(held_tables(whole) | {v.id for v in views}, _newest(store, views))
+    z = zset_engine(chosen, spark, arrow, views_table.spark_reads(views, store.read))
     new_views = [v for v in plan.views if v.id not in in_use]
     if new_views:
         _fill_views(store, z, at, new_views)
@@ -140,19 +139,21 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
             "answers": int(pc.sum(result.gold["_mult"]).as_py() or 0)}
 
 
-def _newest(store: TableStore) -> Callable[[str], pa.Table]:
-    """``store.read_arrow`` of a table's newest version, the views table read once per version
-    (a backfill reads a view per pattern of the query, each a part of it)."""
-    held: dict[int, pa.Table] = {}
+def _newest(store: TableStore, views: list[ViewDef]) -> Callable[[str], pa.Table]:
+    """``store.read_arrow`` of a table's newest version, in which a view's id reads its rows of the
+    views table: that table read and split once per version (a backfill reads a view per pattern
+    of the query, and filtering the whole table for each cost a pass over it)."""
+    split: dict[int, dict[str, pa.Table]] = {}
+    ids = {v.id for v in views}
 
     def read(name: str) -> pa.Table:
-        if name != VIEWS:
+        if name not in ids:
             return store.read_arrow(name)
         version = store.version(VIEWS)
-        if version not in held:
-            held.clear()
-            held[version] = store.read_arrow(VIEWS, version)
-        return held[version]
+        if version not in split:
+            split.clear()
+            split[version] = views_table.split(store.read_arrow(VIEWS, version), views)[0]
+        return split[version][name]
     return read
 
 

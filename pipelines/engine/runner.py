@@ -197,7 +197,7 @@ class Runner:
         # read a view once per rule that joins it, and building each read anew cost a third of
         # the py4j calls of a nine-query batch
         stored = cache(lambda table: self.store.read(table, versions.get(table)))
-        spark = cache(views_table.parted(self.held.views(), stored, views_table.of_view_spark))
+        spark = cache(views_table.spark_reads(self.held.views(), stored))
         z = zset_engine(name, self._spark, arrow, spark, find)
         return z, find
 

@@ -10,11 +10,11 @@ content, the table rewritten consolidated (:class:`pipelines.engine.held.HeldTab
 A view is the table's rows whose ``_view`` is its id, its variables in ``v0``..``v2`` in order
 (unused ones null), kept merge-on-read: any number of signed copies of a row, which a reader sums.
 The engines and the delta rules still read a view by its id as if it were a table of its own
-(:func:`parted`); only the storage is shared.
+(:func:`split` for the Arrow engine, :func:`spark_reads` for Spark); only the storage is shared.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, TypeVar
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -31,8 +31,6 @@ from ..storage import TableStore, Txn
 from .arrow import consolidate
 from .views import view_schema
 
-Rows = TypeVar("Rows", pa.Table, DataFrame)
-
 #: The app transaction that moves a view kept in a table of its own (an earlier layout) into the
 #: views table: one per view, so a move interrupted by a crash is finished, never doubled.
 _ADOPT_APP = "lakegraph-views-adopt"
@@ -47,13 +45,8 @@ def stored(view_id: str, rows: pa.Table) -> pa.Table:
     return pa.table(columns, schema=S.VIEWS)
 
 
-def of_view(rows: pa.Table, view: ViewDef) -> pa.Table:
-    """The views table's rows of ``view`` (as stored: signed copies), in the view's own shape."""
-    return _own(rows.filter(pc.equal(rows[VIEW], view.id)), view)
-
-
 def of_view_spark(frame: DataFrame, view: ViewDef) -> DataFrame:
-    """:func:`of_view` on Spark."""
+    """The views table's rows of ``view`` (as stored: signed copies), in the view's own shape."""
     return frame.where(F.col(VIEW) == F.lit(view.id)).select(*view.columns, MULT)
 
 
@@ -82,18 +75,22 @@ def _own(rows: pa.Table, view: ViewDef) -> pa.Table:
     return rows.select([*view.columns, MULT]).cast(view_schema(view))
 
 
-def parted(views: Iterable[ViewDef], read: Callable[[str], Rows], part: Callable[[Rows, ViewDef], Rows]) -> Callable[[str], Rows]:
-    """``read`` (a table by name) in which a view's id reads its rows of the views table, as
-    ``part`` takes them: how the engines, which read a view as a table, see the shared one."""
+def spark_reads(views: Iterable[ViewDef], read: Callable[[str], DataFrame]) -> Callable[[str], DataFrame]:
+    """``read`` (a table by name, on Spark) in which a view's id reads its rows of the views
+    table: how the Spark engine, which reads a view as a table, sees the shared one."""
     by_id = {v.id: v for v in views}
-    return lambda name: part(read(VIEWS), by_id[name]) if name in by_id else read(name)
+    return lambda name: of_view_spark(read(VIEWS), by_id[name]) if name in by_id else read(name)
 
 
 def forget(store: TableStore, view_ids: Iterable[str]) -> None:
-    """Delete the rows of ``view_ids`` (views no registered query uses any more)."""
+    """Delete the rows of ``view_ids`` (views no registered query uses any more), if the table
+    holds any: a DELETE scans every file its predicate's statistics cannot rule out, where reading
+    the ``_view`` column alone is cheap (a registration of new views has none to delete)."""
     ids = sorted(view_ids)
-    if ids:     # view ids are hex digests: nothing to quote
-        store.delete(VIEWS, f"{VIEW} IN ({', '.join(repr(i) for i in ids)})")
+    if not ids or not pc.any(pc.is_in(store.read_arrow(VIEWS, columns=[VIEW])[VIEW], pa.array(ids))).as_py():
+        return
+    # view ids are hex digests: nothing to quote
+    store.delete(VIEWS, f"{VIEW} IN ({', '.join(repr(i) for i in ids)})")
 
 
 def adopt_legacy(store: TableStore, views: Iterable[ViewDef], versions: Mapping[str, int]) -> list[str]:
