@@ -117,7 +117,7 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
     # a view another query keeps is merge-on-read (:mod:`.held`): consolidated as read on Arrow;
     # the Spark engine reads it as stored (its rules are linear: :class:`.spark.SparkZSets`)
     views = catalog.distinct_views(whole + [plan])
-    arrow = content_arrow(held_tables(whole) | {v.id for v in views}, _newest(store, views))
+    arrow = content_arrow(held_tables(whole), _newest(store, views))
     z = zset_engine(chosen, spark, arrow, views_table.spark_reads(views, store.read))
     new_views = [v for v in plan.views if v.id not in in_use]
     if new_views:

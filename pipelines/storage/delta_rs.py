@@ -21,7 +21,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
 from deltalake.exceptions import TableNotFoundError
 from deltalake.transaction import AddAction
 
@@ -40,6 +40,11 @@ _PINNED_CACHE = 256
 _KNOWN_ROWS = 200_000      # the largest table whose rows are kept in memory
 _KNOWN_CHUNKS = 16         # appends a table kept in memory gathers as chunks before they are combined
 _WRITERS = 4               # commits made at once by :meth:`DeltaRsStore.concurrently`
+#: Row groups of at most 64Ki rows (parquet-rs writes up to 1Mi): a reader that filters on a column
+#: skips the row groups whose statistics rule its value out, and the views table, one table for
+#: every view, is written a view after the other, so Spark reading one view (``_view = id``) reads
+#: its row groups rather than the whole table.
+_WRITER_PROPERTIES = WriterProperties(max_row_group_size=65_536)
 
 
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
@@ -325,7 +330,7 @@ class DeltaRsStore:
             return False
         table = self._arrow(name, data)
         before = dt.version()
-        write_deltalake(dt, table, mode=mode, commit_properties=self._props(txn))
+        write_deltalake(dt, table, mode=mode, commit_properties=self._props(txn), writer_properties=_WRITER_PROPERTIES)
         after = dt.version()                # a write through dt moves it to its own commit
         self._noted(name, before, after, txn)
         self._committed(name, dt)
