@@ -63,20 +63,27 @@ def _by_id(items: Iterable[Shared]) -> list[Shared]:
     return [seen[k] for k in sorted(seen)]
 
 
+def graph_views(plans: list[QueryPlan]) -> list[ViewDef]:
+    """The views of the queries over the whole graph, each once: the parts of the views table
+    (:mod:`pipelines.engine.views_table`). A windowed query's views are its own, parts of its state
+    in the window state table."""
+    return distinct_views([p for p in plans if not p.windowed])
+
+
+def _path_tables(plans: list[QueryPlan]) -> list[str]:
+    return [t for p in distinct_paths(plans) for t in (p.id, p.reach)]
+
+
 def shared_tables(plans: list[QueryPlan]) -> list[str]:
-    """What queries share by canonical form, by name: views (parts of the views table,
-    :func:`shared_storage`), and path views with their reach state. (A windowed query's views are
-    its own, parts of its state in the window state table.)"""
-    return ([v.id for v in distinct_views([p for p in plans if not p.windowed])]
-            + [t for p in distinct_paths(plans) for t in (p.id, p.reach)])
+    """What queries share by canonical form, by name: views (:func:`graph_views`, parts of the
+    views table), and path views with their reach state."""
+    return [v.id for v in graph_views(plans)] + _path_tables(plans)
 
 
 def shared_storage(plans: list[QueryPlan]) -> list[str]:
-    """The tables that hold what queries share: the views table (every view is a part of it:
-    :mod:`pipelines.engine.views_table`) when the queries over the whole graph have views, and
-    each path view's tables."""
-    views = [VIEWS] if distinct_views([p for p in plans if not p.windowed]) else []
-    return views + [t for p in distinct_paths(plans) for t in (p.id, p.reach)]
+    """The tables that hold what queries share: the views table when the queries over the whole
+    graph have views, and each path view's tables."""
+    return [VIEWS] * bool(graph_views(plans)) + _path_tables(plans)
 
 
 def owned_tables(plan: QueryPlan) -> list[str]:

@@ -223,7 +223,7 @@ class Runner:
             return report
         catalog.refuse_legacy_state(self.store, plans)
         pending = self.log.pending()
-        views_table.adopt_legacy(self.store, catalog.distinct_views([p for p in plans if not p.windowed]),
+        views_table.adopt_legacy(self.store, catalog.graph_views(plans),
                                  pending.versions if pending is not None else {})
 
         def room() -> bool:
@@ -309,7 +309,7 @@ class Runner:
         engine = choose_engine(self.engine, rows.num_rows, self.master)
         whole = [p for p in plans if not p.windowed]
         held = held_tables(whole)
-        self.held.track(catalog.distinct_views(whole))
+        self.held.track(catalog.graph_views(whole))
         z, find = self._engine(engine, versions, held)
         step = compute(z, rows.select(["seq", "op", "s", "p", "o"]), whole, find)
         changed = step.changed()

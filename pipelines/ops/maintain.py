@@ -100,7 +100,7 @@ def clustering(queries: list[catalog.Registered]) -> dict[str, tuple[str, ...]]:
     Gold and the logs stay as written."""
     plans = [q.plan for q in queries]
     keys: dict[str, tuple[str, ...]] = {}
-    if catalog.distinct_views([p for p in plans if not p.windowed]):
+    if catalog.graph_views(plans):
         keys[VIEWS] = (VIEW, "v0")      # a view's rows together, by their first variable
     for path in catalog.distinct_paths(plans):
         keys[path.reach] = ("root", "node")
