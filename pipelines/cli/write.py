@@ -93,8 +93,9 @@ def cmd_register(ctx: "Context") -> None:
 def cmd_unregister(ctx: "Context") -> None:
     from ..engine.register import unregister
 
-    dropped = unregister(ctx.require_lake(), ctx.args.name, ctx.wait)
-    print(f"unregistered {ctx.args.name}; dropped {len(dropped)} table(s): {', '.join(dropped)}")
+    dropped, views = unregister(ctx.require_lake(), ctx.args.name, ctx.wait)
+    print(f"unregistered {ctx.args.name}; dropped {len(dropped)} table(s): {', '.join(dropped)}"
+          + (f"; removed {len(views)} view(s) from the views table: {', '.join(views)}" if views else ""))
 
 
 def cmd_run(ctx: "Context") -> None:

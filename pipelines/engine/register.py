@@ -183,24 +183,23 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
     return last_progress(store, plan.name)
 
 
-def unregister(store: TableStore, name: str, wait: float | None = None) -> list[str]:
-    """Remove query ``name`` and the tables only it uses; returns the tables dropped. Holds the
-    lake's writer lock, waiting at most ``wait`` seconds for it."""
+def unregister(store: TableStore, name: str, wait: float | None = None) -> tuple[list[str], list[str]]:
+    """Remove query ``name`` and what only it uses; returns the tables dropped and the views whose
+    rows left the views table. Holds the lake's writer lock, waiting at most ``wait`` seconds for it."""
     with writer(store.root, "unregister", wait):
         return _unregister(store, name)
 
 
-def _unregister(store: TableStore, name: str) -> list[str]:
+def _unregister(store: TableStore, name: str) -> tuple[list[str], list[str]]:
     query = catalog.lookup(store, name)
     others = set(catalog.shared_tables([q.plan for q in catalog.registered(store) if q.plan.name != name]))
     catalog.remove(store, name)
-    dropped = [t for t in catalog.owned_tables(query.plan) if store.exists(t)]
-    dropped += [t for t in catalog.shared_tables([query.plan]) if t not in others]
-    views = {v.id for v in query.plan.views} if not query.plan.windowed else set()
+    unused = [t for t in catalog.shared_tables([query.plan]) if t not in others]
+    views = [v.id for v in catalog.graph_views([query.plan]) if v.id in unused]
+    dropped = [t for t in catalog.owned_tables(query.plan) if store.exists(t)] + [t for t in unused if t not in views]
     for table in dropped:
-        if table not in views:
-            store.drop(table)
-    views_table.forget(store, views & set(dropped))
+        store.drop(table)
+    views_table.forget(store, views)
     forget_state(store, name)
     forget_windows(store, name)
-    return dropped
+    return dropped, views
