@@ -19,8 +19,12 @@ Key = TypeVar("Key")
 #: How the engine's plans run: a batch's plan is one union of many small joins, and under adaptive
 #: execution each of its shuffle stages is a Spark job of its own, as is each broadcast exchange
 #: (75 jobs for a nine-query batch of 1,000 updates at 133k triples, 77 for 10,000 at 1M). Without
-#: them the plan runs as one job of sort-merge joins, in the same time at 133k triples.
-PLAN_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1"}
+#: them the plan runs as one job of sort-merge joins, in the same time at 133k triples. Its dozens
+#: of joins are independent stages that Spark runs side by side, so they fill the cores between
+#: them: one shuffle partition each, not the session's four, cut the tasks by a third and a
+#: nine-query batch by 10-17% on 2 cores (docs/engines.md).
+PLAN_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1",
+             "spark.sql.shuffle.partitions": "1"}
 
 
 def _data_columns(frame: DataFrame) -> list[str]:
