@@ -213,7 +213,7 @@ def timed_messages(rows: pa.Table) -> pa.Table:
 class _Overlay:
     """State tables as the batch started (each read once) plus the changes of the windows computed
     so far, and which tables those changes touched. On Spark, the parts of the state table (read
-    with Arrow) and the overlaid tables are frames of their Arrow rows."""
+    with Arrow) and the overlaid tables are handed to the engine as their Arrow rows."""
 
     def __init__(self, base: Callable[[str], pa.Table], local: set[str]) -> None:
         self.base = cache(base)
@@ -228,10 +228,9 @@ class _Overlay:
         """A Z-set engine reading through the overlay (on Spark, the other tables are read as the
         batch started)."""
         def spark_read(name: str) -> object:
-            return z.from_arrow(self.read(name)) if name in self.tables or name in self.local else read_spark(name)
+            return self.read(name) if name in self.tables or name in self.local else read_spark(name)
 
-        z = make(self.read, spark_read)
-        return z
+        return make(self.read, spark_read)
 
     def add(self, name: str, delta: pa.Table, keys: list[str]) -> None:
         rows = pa.concat_tables([self.read(name).select(delta.column_names).cast(delta.schema), delta])
