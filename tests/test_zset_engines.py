@@ -13,7 +13,6 @@ from pipelines.engine.runner import ARROW_MAX_BACKFILL, ARROW_MAX_MESSAGES, Runn
 from pipelines.engine.zsets import binding_schema
 from pipelines.engine.arrow import ArrowZSets
 from pipelines.engine.spark import SparkZSets, filter_arrow
-from pipelines.storage.spark_arrow import frame_of
 from schemas.tables import MULT
 
 TERMS = ["<http://e/a>", "<http://e/b>", "<http://e/c>", '"1"^^<http://www.w3.org/2001/XMLSchema#integer>']
@@ -176,7 +175,7 @@ def test_the_probes_agree_on_awkward_terms_and_unconsolidated_views(engines):
                          "o": [t[1] for t in triples]})
     consolidated = content_arrow({view.id}, tables.__getitem__)
     on_arrow = probe_arrow(messages, [view], lambda v, keys: consolidated(v.id), arrow.where)
-    on_spark = probe_spark(frame_of(sparkz.spark, messages), [view], lambda v: sparkz.stored(v.id), sparkz.to_arrow)
+    on_spark = probe_spark(sparkz, messages, [view])
     deltas = [compute_view_changes(p, [view]).deltas[view.id] for p in (on_arrow, on_spark)]
     assert bag(deltas[0], ["v0", "v1"]) == bag(deltas[1], ["v0", "v1"])
     assert bag(deltas[1], ["v0", "v1"]), "the messages change the view"

@@ -14,7 +14,7 @@ from schemas.tables import MULT
 from views.filters import column
 
 from ..spark import session_conf
-from ..storage.spark_arrow import arrow_schema_to_spark, arrow_type_to_spark, frame_of
+from ..storage.spark_arrow import arrow_type_to_spark, frame_of
 
 Key = TypeVar("Key")
 
@@ -72,13 +72,6 @@ class SparkZSets:
         self._relations: dict[str, Relation] = {}     # in the order made: each reads earlier ones
         self._renamed: dict[tuple[str, tuple[tuple[str, str], ...]], Relation] = {}
 
-    def stored(self, table: str) -> DataFrame:
-        """State table ``table`` as a Spark frame (for the probe, which builds its own frames)."""
-        rows = self._read(table)
-        return rows if not isinstance(rows, pa.Table) else (
-            frame_of(self.spark, rows) if rows.num_rows
-            else self.spark.createDataFrame([], arrow_schema_to_spark(rows.schema)))
-
     def read(self, table: str) -> Relation:
         # ``read`` gives the table's Spark frame, or its Arrow rows when the caller holds them
         rows = self._read(table)
@@ -91,17 +84,16 @@ class SparkZSets:
         # the join that follows prunes: a filter by the frame's keys would be that join once more
         return self.read(table)
 
-    def to_arrow(self, frame: DataFrame) -> pa.Table:
+    def to_arrow(self, frame: Relation) -> pa.Table:
         """Evaluate ``frame`` (one Spark job, :data:`PLAN_CONF`)."""
-        with session_conf(self.spark, PLAN_CONF):
-            return frame.toArrow()
+        return self._run(f"SELECT * FROM {frame.name}", [frame.name])
 
     def from_arrow(self, table: pa.Table) -> Relation:
         columns = tuple(table.column_names)
         if table.num_rows == 0:   # an empty relation is text: no frame, no py4j call
             nulls = ", ".join(f"CAST(NULL AS {arrow_type_to_spark(f.type).simpleString()}) AS {column(f.name)}"
                               for f in table.schema)
-            return self._query(columns, f"SELECT {nulls} WHERE FALSE", ())
+            return self.query(columns, f"SELECT {nulls} WHERE FALSE", ())
         return self._leaf(frame_of(self.spark, table), columns)
 
     def rename(self, frame: Relation, pairs: Sequence[tuple[str, str]]) -> Relation:
@@ -110,8 +102,8 @@ class SparkZSets:
         key = (frame.name, tuple(pairs))
         if key not in self._renamed:
             cells = [f"{column(old)} AS {column(new)}" for old, new in pairs]
-            self._renamed[key] = self._query((*[new for _, new in pairs], MULT),
-                                             f"SELECT {', '.join([*cells, MULT])} FROM {frame.name}", (frame.name,))
+            self._renamed[key] = self.query((*[new for _, new in pairs], MULT),
+                                             f"SELECT {', '.join([*cells, MULT])} FROM {frame.name}", (frame,))
         return self._renamed[key]
 
     def join(self, left: Relation, right: Relation) -> Relation:
@@ -121,40 +113,47 @@ class SparkZSets:
         on = " AND ".join(f"l.{column(c)} = r.{column(c)}" for c in shared)
         how = f"JOIN {right.name} r ON {on}" if shared else f"CROSS JOIN {right.name} r"
         cells.append(f"l.{MULT} * r.{MULT} AS {MULT}")
-        return self._query((*left.data, *extra, MULT), f"SELECT {', '.join(cells)} FROM {left.name} l {how}",
-                           (left.name, right.name))
+        return self.query((*left.data, *extra, MULT), f"SELECT {', '.join(cells)} FROM {left.name} l {how}",
+                           (left, right))
 
     def semijoin(self, frame: Relation, keys: Relation, columns: Sequence[str]) -> Relation:
         on = " AND ".join(f"f.{column(c)} = k.{column(c)}" for c in columns) or "TRUE"
-        return self._query(frame.columns, f"SELECT f.* FROM {frame.name} f LEFT SEMI JOIN {keys.name} k ON {on}",
-                           (frame.name, keys.name))
+        return self.query(frame.columns, f"SELECT f.* FROM {frame.name} f LEFT SEMI JOIN {keys.name} k ON {on}",
+                           (frame, keys))
 
     def add(self, frames: Sequence[Relation]) -> Relation:
         order = ", ".join(column(c) for c in frames[0].columns)
         union = " UNION ALL ".join(f"SELECT {order} FROM {f.name}" for f in frames)
-        return self._query(frames[0].columns, union, tuple(f.name for f in frames))
+        return self.query(frames[0].columns, union, frames)
 
     def consolidate(self, frame: Relation, columns: Sequence[str]) -> Relation:
         cells = ", ".join(column(c) for c in columns)
         group = f" GROUP BY {cells}" if columns else ""
         total = f"SUM({MULT})"
-        return self._query((*columns, MULT),
+        return self.query((*columns, MULT),
                            f"SELECT {cells + ', ' if columns else ''}{total} AS {MULT} FROM {frame.name}{group} "
-                           f"HAVING {total} IS NOT NULL AND {total} != 0", (frame.name,))
+                           f"HAVING {total} IS NOT NULL AND {total} != 0", (frame,))
 
     def where(self, frame: Relation, predicate: str | None) -> Relation:
         if not predicate:
             return frame
-        return self._query(frame.columns, f"SELECT * FROM {frame.name} WHERE {predicate}", (frame.name,))
+        return self.query(frame.columns, f"SELECT * FROM {frame.name} WHERE {predicate}", (frame,))
 
     def support_delta(self, bag_delta: Relation, bag_old: Relation, columns: Sequence[str]) -> Relation:
         on = " AND ".join(f"d.{column(c)} = b.{column(c)}" for c in columns) or "TRUE"
         old = f"COALESCE(b.{MULT}, 0)"
         change = f"CAST({old} + d.{MULT} > 0 AS BIGINT) - CAST({old} > 0 AS BIGINT)"
         cells = ", ".join([*[f"d.{column(c)}" for c in columns], f"{change} AS {MULT}"])
-        joined = self._query((*columns, MULT), f"SELECT {cells} FROM {bag_delta.name} d LEFT JOIN {bag_old.name} b ON {on}",
-                             (bag_delta.name, bag_old.name))
-        return self._query(joined.columns, f"SELECT * FROM {joined.name} WHERE {MULT} != 0", (joined.name,))
+        joined = self.query((*columns, MULT), f"SELECT {cells} FROM {bag_delta.name} d LEFT JOIN {bag_old.name} b ON {on}",
+                             (bag_delta, bag_old))
+        return self.query(joined.columns, f"SELECT * FROM {joined.name} WHERE {MULT} != 0", (joined,))
+
+    def query(self, columns: Sequence[str], sql: str, uses: Sequence[Relation]) -> Relation:
+        """The relation ``sql`` gives (columns ``columns``), reading the relations ``uses`` by
+        their names: the SQL the operations above write, and the probe's own."""
+        relation = Relation(f"lg_rel_{next(_NAMES)}", tuple(columns), sql, tuple(r.name for r in uses))
+        self._relations[relation.name] = relation
+        return relation
 
     def collect(self, outputs: Mapping[Key, Relation], schemas: Mapping[Key, pa.Schema]) -> dict[Key, pa.Table]:
         """Evaluate many Z-set relations in ONE Spark job: each is padded to a common shape (an
@@ -184,11 +183,6 @@ class SparkZSets:
 
     def _leaf(self, frame: DataFrame, columns: tuple[str, ...]) -> Relation:
         relation = Relation(f"lg_leaf_{next(_NAMES)}", columns, frame=frame)
-        self._relations[relation.name] = relation
-        return relation
-
-    def _query(self, columns: Sequence[str], sql: str, uses: tuple[str, ...]) -> Relation:
-        relation = Relation(f"lg_rel_{next(_NAMES)}", tuple(columns), sql, uses)
         self._relations[relation.name] = relation
         return relation
 

@@ -24,7 +24,6 @@ from views.plan import QueryPlan, ViewDef
 from .. import catalog
 from ..lake import BatchRecord, changes_table, gold_table
 from ..storage import TableStore, Txn
-from ..storage.spark_arrow import frame_of
 from .bgp import QueryMaintainer
 from .lookup import Find
 from .paths import path_changes
@@ -121,7 +120,7 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Fin
         probed = probe_arrow(messages, views, lambda v, keys: z.lookup(v.id, keys, [(c, c) for c in v.columns]),
                              z.where)
     else:
-        probed = probe_spark(frame_of(z.spark, messages), views, lambda v: z.stored(v.id), z.to_arrow)
+        probed = probe_spark(z, messages, views)
     changes = compute_view_changes(probed, views)
     path_views = catalog.distinct_paths(plans)
     paths = path_changes(path_views, cache(z.arrow), changes.deltas, find)

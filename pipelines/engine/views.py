@@ -27,8 +27,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from schemas.tables import MULT
-from views.filters import sql_string
+from views.filters import column, sql_string
 from views.plan import ViewDef
+
+from .spark import Relation, SparkZSets
 
 _PAD = ("c0", "c1", "c2", "c3")
 
@@ -88,36 +90,44 @@ def view_rows(graph: DataFrame, view: ViewDef) -> DataFrame:
     return matching(as_messages, view).select(*view.columns).distinct().withColumn(MULT, F.lit(1).cast("long"))
 
 
-def _shaped(rows: DataFrame, view: ViewDef, *extra) -> DataFrame:
+def _shaped(z: SparkZSets, rows: Relation, view: ViewDef, extra: Sequence[str]) -> Relation:
     """A view's rows in the common shape: ``_view``, ``extra`` columns, ``c0..c3`` padded with ''.
     N-Triples terms are never empty, so '' is a safe pad that keeps the keys null-free for joins."""
-    pads = [F.col(c).alias(_PAD[i]) for i, c in enumerate(view.columns)]
-    pads += [F.lit("").alias(p) for p in _PAD[len(view.columns):]]
-    return rows.select(F.lit(view.id).alias("_view"), *extra, *pads)
+    pads = [f"{column(c)} AS {_PAD[i]}" for i, c in enumerate(view.columns)]
+    pads += [f"'' AS {p}" for p in _PAD[len(view.columns):]]
+    cells = [f"{sql_string(view.id)} AS _view", *extra, *pads]
+    return z.query(("_view", *extra, *_PAD), f"SELECT {', '.join(cells)} FROM {rows.name}", (rows,))
 
 
 def _touching(firsts: Sequence[str], keys: Sequence[str]) -> str:
     """Spark SQL selecting a shaped view's rows whose key is one of ``keys`` (the padded columns
     joined by newlines, as :func:`pipelines.engine.held.row_keys` joins them: terms never hold
-    one), tested first on the first column alone, which parquet statistics can prune on. Text,
-    parsed once by Spark: literals passed as Columns cost a py4j call each."""
+    one), tested first on the first column alone, which parquet statistics can prune on."""
     joined = f"concat_ws({sql_string(chr(10))}, {', '.join(_PAD)})"
     return (f"c0 IN ({', '.join(map(sql_string, firsts))}) "
             f"AND {joined} IN ({', '.join(map(sql_string, keys))})")
 
 
-def probe_spark(messages: DataFrame, views: list[ViewDef], before: Callable[[ViewDef], DataFrame],
-                to_arrow: Callable[[DataFrame], pa.Table]) -> pa.Table:
+def probe_spark(z: SparkZSets, messages: pa.Table, views: list[ViewDef]) -> pa.Table:
     """Two Spark jobs, whatever the number of views: the messages matching each view (``seq``,
     ``op``, key), then, for the keys they touch, whether the key is in the view before the batch
     (rows with a null ``seq``). The second reads each view hit through literal keys (its first
     column's values, which parquet statistics can prune on, then the whole key), so nothing of a
     view but its matches leaves Spark and no key set is broadcast (a broadcast is a job of its
-    own, one per view). ``to_arrow`` evaluates a frame. ``before(view)`` may give a view's signed
-    rows unconsolidated (merge on read): a key is present when its rows sum to a positive
-    multiplicity."""
-    union = lambda frames: reduce(lambda a, b: a.unionByName(b), frames)  # noqa: E731
-    hits = to_arrow(union([_shaped(matching(messages, v), v, F.col("seq"), F.col("op")) for v in views]))
+    own, one per view). Both are SQL text over ``z``'s relations, like its delta rules. A view as
+    ``z`` reads it may hold signed rows unconsolidated (merge on read): a key is present when its
+    rows sum to a positive multiplicity."""
+    batch = z.from_arrow(messages)
+    matched = []
+    for view in views:
+        m = _match(view)
+        conds = [f"{column(position)} = {sql_string(constant)}" for position, constant in m.constants]
+        conds += [f"{column(position)} = {column(other)}" for position, other in m.repeats]
+        cells = ["seq", "op", *[f"{column(m.source[c])} AS {column(c)}" for c in view.columns]]
+        where = f" WHERE {' AND '.join(conds)}" if conds else ""
+        rows = z.query(("seq", "op", *view.columns), f"SELECT {', '.join(cells)} FROM {batch.name}{where}", (batch,))
+        matched.append(_shaped(z, z.where(rows, view.filter_sql), view, ("seq", "op")))
+    hits = z.to_arrow(z.add(matched))
     if hits.num_rows == 0:
         return hits
     stored = []
@@ -127,11 +137,14 @@ def probe_spark(messages: DataFrame, views: list[ViewDef], before: Callable[[Vie
             continue
         keys = pc.unique(pc.binary_join_element_wise(*[mine[p] for p in _PAD], "\n")).to_pylist()
         touching = _touching(pc.unique(mine["c0"]).to_pylist(), keys)
-        stored.append(_shaped(before(view), view, F.col(MULT)).where(F.expr(touching)))
-    present = (union(stored).groupBy("_view", *_PAD).agg(F.sum(MULT).alias(MULT)).where(F.col(MULT) > 0)
-               .select("_view", F.lit(None).cast("long").alias("seq"), F.lit(None).cast("string").alias("op"), *_PAD))
+        stored.append(z.where(_shaped(z, z.read(view.id), view, (MULT,)), touching))
+    union = z.add(stored)
+    pads = ", ".join(_PAD)
+    present = z.query(("_view", "seq", "op", *_PAD),
+                      f"SELECT _view, CAST(NULL AS BIGINT) AS seq, CAST(NULL AS STRING) AS op, {pads} "
+                      f"FROM {union.name} GROUP BY _view, {pads} HAVING SUM({MULT}) > 0", (union,))
     schema = pa.schema([f.with_nullable(True) for f in hits.schema])
-    return pa.concat_tables([hits.cast(schema), to_arrow(present).cast(schema)])
+    return pa.concat_tables([hits.cast(schema), z.to_arrow(present).cast(schema)])
 
 
 def matching_arrow(messages: pa.Table, view: ViewDef, where: Callable[[pa.Table, str], pa.Table]) -> pa.Table:
