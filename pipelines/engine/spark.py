@@ -22,11 +22,12 @@ Key = TypeVar("Key")
 #: execution each of its shuffle stages is a Spark job of its own, as is each broadcast exchange
 #: (75 jobs for a nine-query batch of 1,000 updates at 133k triples, 77 for 10,000 at 1M). Without
 #: them the plan runs as one job of sort-merge joins, in the same time at 133k triples. Its dozens
-#: of joins are independent stages that Spark runs side by side, so they fill the cores between
-#: them: one shuffle partition each, not the session's four, cut the tasks by a third and a
-#: nine-query batch by 10-17% on 2 cores (docs/engines.md).
+#: of joins and scans are independent stages that Spark runs side by side, so they fill the cores
+#: between them: one shuffle partition per join, not the session's four, and a scan's files not
+#: split for more tasks (``minPartitionNum`` 1), took a nine-query batch's tasks from ~900 to
+#: ~370 at 1M triples (docs/engines.md).
 PLAN_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1",
-             "spark.sql.shuffle.partitions": "1"}
+             "spark.sql.shuffle.partitions": "1", "spark.sql.files.minPartitionNum": "1"}
 
 
 @dataclass(frozen=True)
