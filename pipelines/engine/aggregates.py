@@ -40,7 +40,7 @@ from ..lake import bag_table, gold_table, sums_table
 from .arrow import consolidate
 from .zsets import ZSetEngine, binding_schema
 
-Frame = Any   # an engine's frame (Spark DataFrame or Arrow table)
+Frame = Any   # an engine's frame (a Spark engine relation or an Arrow table)
 
 #: Output key: the bag rows, before the step, of the groups the step touches.
 OLD_ROWS = "aggregate_rows"

@@ -29,7 +29,7 @@ from ..lake import bag_table, pe_table, sums_table
 from .aggregates import STATE, AggregateOperator
 from .zsets import ZSetEngine, binding_schema
 
-Frame = Any   # an engine's frame (Spark DataFrame or Arrow table)
+Frame = Any   # an engine's frame (a Spark engine relation or an Arrow table)
 
 
 def keeps_components(plan: QueryPlan) -> bool:

@@ -7,7 +7,7 @@ included, with no special case for duplicates under projection.
 The delta rules (:mod:`pipelines.engine.bgp`) are written once against :class:`ZSetEngine`;
 two engines run them:
 
-* :class:`pipelines.engine.spark.SparkZSets`: lazy Spark frames, all of a batch's outputs evaluated
+* :class:`pipelines.engine.spark.SparkZSets`: a batch's plan as SQL text, all of its outputs evaluated
   in one Spark job. It scales out with the cluster, but every job pays Spark's fixed planning and
   scheduling cost (seconds, whatever the batch size).
 * :class:`pipelines.engine.arrow.ArrowZSets`: eager Arrow tables in this process (Acero hash joins,
