@@ -104,7 +104,7 @@ class SparkZSets:
         if key not in self._renamed:
             cells = [f"{column(old)} AS {column(new)}" for old, new in pairs]
             self._renamed[key] = self.query((*[new for _, new in pairs], MULT),
-                                             f"SELECT {', '.join([*cells, MULT])} FROM {frame.name}", (frame,))
+                                            f"SELECT {', '.join([*cells, MULT])} FROM {frame.name}", (frame,))
         return self._renamed[key]
 
     def join(self, left: Relation, right: Relation) -> Relation:
@@ -115,12 +115,12 @@ class SparkZSets:
         how = f"JOIN {right.name} r ON {on}" if shared else f"CROSS JOIN {right.name} r"
         cells.append(f"l.{MULT} * r.{MULT} AS {MULT}")
         return self.query((*left.data, *extra, MULT), f"SELECT {', '.join(cells)} FROM {left.name} l {how}",
-                           (left, right))
+                          (left, right))
 
     def semijoin(self, frame: Relation, keys: Relation, columns: Sequence[str]) -> Relation:
         on = " AND ".join(f"f.{column(c)} = k.{column(c)}" for c in columns) or "TRUE"
         return self.query(frame.columns, f"SELECT f.* FROM {frame.name} f LEFT SEMI JOIN {keys.name} k ON {on}",
-                           (frame, keys))
+                          (frame, keys))
 
     def add(self, frames: Sequence[Relation]) -> Relation:
         order = ", ".join(column(c) for c in frames[0].columns)
@@ -132,8 +132,8 @@ class SparkZSets:
         group = f" GROUP BY {cells}" if columns else ""
         total = f"SUM({MULT})"
         return self.query((*columns, MULT),
-                           f"SELECT {cells + ', ' if columns else ''}{total} AS {MULT} FROM {frame.name}{group} "
-                           f"HAVING {total} IS NOT NULL AND {total} != 0", (frame,))
+                          f"SELECT {cells + ', ' if columns else ''}{total} AS {MULT} FROM {frame.name}{group} "
+                          f"HAVING {total} IS NOT NULL AND {total} != 0", (frame,))
 
     def where(self, frame: Relation, predicate: str | None) -> Relation:
         if not predicate:
@@ -146,7 +146,7 @@ class SparkZSets:
         change = f"CAST({old} + d.{MULT} > 0 AS BIGINT) - CAST({old} > 0 AS BIGINT)"
         cells = ", ".join([*[f"d.{column(c)}" for c in columns], f"{change} AS {MULT}"])
         joined = self.query((*columns, MULT), f"SELECT {cells} FROM {bag_delta.name} d LEFT JOIN {bag_old.name} b ON {on}",
-                             (bag_delta, bag_old))
+                            (bag_delta, bag_old))
         return self.query(joined.columns, f"SELECT * FROM {joined.name} WHERE {MULT} != 0", (joined,))
 
     def query(self, columns: Sequence[str], sql: str, uses: Sequence[Relation]) -> Relation:
