@@ -152,6 +152,26 @@ def test_session_conf_is_restored_after_the_block(spark):
     assert spark.conf.get("lakegraph.test.key", None) is None
 
 
+def test_the_spark_plan_reads_a_relation_twice_and_leaves_no_temporary_view(engines, spark):
+    """The Spark engine's plan is SQL text over temporary views registered only while Spark
+    analyses it: a relation read by two branches (a join of a table with itself, renamed) is one
+    common table expression, the answer is right, and the session's catalog holds no view after."""
+    tables, _, sparkz = engines
+    tables["t_self"] = pa.table({"a": ["x", "y", "y"], "b": ["y", "z", "x"], MULT: [1, 2, -1]},
+                                schema=binding_schema(["a", "b"]))
+    before = {t.name for t in spark.catalog.listTables()}
+
+    def build(z):
+        stored = z.read("t_self")
+        return z.consolidate(z.join(z.rename(stored, [("a", "x"), ("b", "y")]),
+                                    z.rename(stored, [("a", "y"), ("b", "z")])), ["x", "z"])
+
+    arrow, on_spark = both(engines, build, binding_schema(["x", "z"]))
+    # x->y (1) with y->z (2) and y->x (-1): (x, z) 2, (x, x) -1; y->x (-1) with x->y (1): (y, y) -1
+    assert bag(arrow, ["x", "z"]) == bag(on_spark, ["x", "z"]) == {("x", "z"): 2, ("x", "x"): -1, ("y", "y"): -1}
+    assert {t.name for t in spark.catalog.listTables()} == before
+
+
 def test_the_probes_agree_on_awkward_terms_and_unconsolidated_views(engines):
     """The Spark probe selects a view's stored rows through SQL text literals: quotes, backslashes
     and non-ASCII in terms must select exactly the keys the messages touch, and a key whose stored
