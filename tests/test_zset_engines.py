@@ -138,17 +138,18 @@ def test_cli_refuses_an_unknown_engine(tmp_path, capsys):
 
 
 def test_session_conf_is_restored_after_the_block(spark):
-    """The Spark engine sets :data:`PLAN_CONF` for its own jobs only: what the session had before
+    """The Spark engine sets :data:`BATCH_CONF` for its own jobs only: what the session had before
     comes back, and a key it did not have is unset again."""
-    from pipelines.engine.spark import PLAN_CONF
+    from pipelines.engine.spark import BATCH_CONF
     from pipelines.spark import session_conf
 
-    before = {key: spark.conf.get(key) for key in PLAN_CONF}
-    with pytest.raises(RuntimeError), session_conf(spark, {**PLAN_CONF, "lakegraph.test.key": "1"}):
+    before = {key: spark.conf.get(key) for key in BATCH_CONF}
+    with pytest.raises(RuntimeError), session_conf(spark, {**BATCH_CONF, "lakegraph.test.key": "1"}):
         assert spark.conf.get("spark.sql.adaptive.enabled") == "false"
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "1"
         assert spark.conf.get("lakegraph.test.key") == "1"
         raise RuntimeError("the block fails: the settings still come back")
-    assert {key: spark.conf.get(key) for key in PLAN_CONF} == before
+    assert {key: spark.conf.get(key) for key in BATCH_CONF} == before
     assert spark.conf.get("lakegraph.test.key", None) is None
 
 

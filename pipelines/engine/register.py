@@ -118,7 +118,7 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
     # the Spark engine reads it as stored (its rules are linear: :class:`.spark.SparkZSets`)
     views = catalog.distinct_views(whole + [plan])
     arrow = content_arrow(held_tables(whole), _newest(store, views))
-    z = zset_engine(chosen, spark, arrow, views_table.spark_reads(views, store.read))
+    z = zset_engine(chosen, spark, arrow, views_table.spark_reads(views, store.read), bulk=True)
     new_views = [v for v in plan.views if v.id not in in_use]
     if new_views:
         _fill_views(store, z, at, new_views)

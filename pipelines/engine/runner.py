@@ -36,7 +36,7 @@ from .lookup import Find, finder
 from .held import HeldTables, held_tables
 from .held_bags import HeldBags
 from . import views_table
-from .spark import SparkZSets, filter_arrow
+from .spark import BATCH_CONF, PLAN_CONF, SparkZSets, filter_arrow
 from .threads import each
 from .step import change_rows, commit, compute
 from .windowed import run_windowed, window_tables, write_windows
@@ -85,13 +85,14 @@ def _each(work: Callable[[QueryPlan], dict], plans: list[QueryPlan], engine: str
 
 
 def zset_engine(name: str, spark: SparkSource, read_arrow: Callable[[str], pa.Table],
-                read_spark: Callable[[str], Any], find: Find | None = None) -> ZSetEngine:
+                read_spark: Callable[[str], Any], find: Find | None = None, bulk: bool = False) -> ZSetEngine:
     """The Z-set engine ``name`` reading state tables through ``read_arrow`` or ``read_spark``
     (and on Arrow finding their rows by key through ``find``, by default a filter of
-    ``read_arrow``'s); Spark (a lazy source stays lazy) evaluates the Arrow engine's FILTERs."""
+    ``read_arrow``'s); Spark (a lazy source stays lazy) evaluates the Arrow engine's FILTERs.
+    ``bulk`` (a backfill) runs Spark's plans with the session's partitions, not a batch's few."""
     if name == "arrow":
         return ArrowZSets(read_arrow, lambda rows, predicate: filter_arrow(session(spark), rows, predicate), find)
-    return SparkZSets(session(spark), read_spark, read_arrow)
+    return SparkZSets(session(spark), read_spark, read_arrow, PLAN_CONF if bulk else BATCH_CONF)
 
 
 def flush_order(plans: list[QueryPlan]) -> list[list[str]]:

@@ -21,13 +21,15 @@ Key = TypeVar("Key")
 #: How the engine's plans run: a batch's plan is one union of many small joins, and under adaptive
 #: execution each of its shuffle stages is a Spark job of its own, as is each broadcast exchange
 #: (75 jobs for a nine-query batch of 1,000 updates at 133k triples, 77 for 10,000 at 1M). Without
-#: them the plan runs as one job of sort-merge joins, in the same time at 133k triples. Its dozens
-#: of joins and scans are independent stages that Spark runs side by side, so they fill the cores
-#: between them: one shuffle partition per join, not the session's four, and a scan's files not
-#: split for more tasks (``minPartitionNum`` 1), took a nine-query batch's tasks from ~900 to
-#: ~370 at 1M triples (docs/engines.md).
-PLAN_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1",
-             "spark.sql.shuffle.partitions": "1", "spark.sql.files.minPartitionNum": "1"}
+#: them the plan runs as one job of sort-merge joins, in the same time at 133k triples.
+PLAN_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoinThreshold": "-1"}
+
+#: How a batch's plan runs besides: its dozens of joins and scans are independent stages that
+#: Spark runs side by side, so they fill the cores between them. One shuffle partition per join,
+#: not the session's four, and a scan's files not split for more tasks (``minPartitionNum`` 1),
+#: took a nine-query batch's tasks from ~900 to ~370 at 1M triples (docs/engines.md). A backfill's
+#: few large joins keep the session's partitions (:data:`PLAN_CONF` alone).
+BATCH_CONF = {**PLAN_CONF, "spark.sql.shuffle.partitions": "1", "spark.sql.files.minPartitionNum": "1"}
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,9 @@ class SparkZSets:
     name = "spark"
 
     def __init__(self, spark: SparkSession, read: Callable[[str], DataFrame | pa.Table],
-                 read_arrow: Callable[[str], pa.Table]) -> None:
+                 read_arrow: Callable[[str], pa.Table], conf: Mapping[str, str] = BATCH_CONF) -> None:
         self.spark = spark
+        self.conf = conf
         self._read = read
         self._read_arrow = read_arrow
         self._relations: dict[str, Relation] = {}     # in the order made: each reads earlier ones
@@ -86,7 +89,7 @@ class SparkZSets:
         return self.read(table)
 
     def to_arrow(self, frame: Relation) -> pa.Table:
-        """Evaluate ``frame`` (one Spark job, :data:`PLAN_CONF`)."""
+        """Evaluate ``frame`` (one Spark job, with the engine's ``conf``)."""
         return self._run(f"SELECT * FROM {frame.name}", [frame.name])
 
     def from_arrow(self, table: pa.Table) -> Relation:
@@ -200,7 +203,7 @@ class SparkZSets:
         mine = [r for name, r in self._relations.items() if name in reached]
         ctes = ",\n".join(f"{r.name} AS ({r.sql})" for r in mine if r.sql is not None)
         leaves = [r for r in mine if r.sql is None]
-        with session_conf(self.spark, PLAN_CONF):
+        with session_conf(self.spark, self.conf):
             try:
                 for leaf in leaves:
                     leaf.frame.createOrReplaceTempView(leaf.name)
