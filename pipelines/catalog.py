@@ -83,7 +83,7 @@ def shared_tables(plans: list[QueryPlan]) -> list[str]:
 def shared_storage(plans: list[QueryPlan]) -> list[str]:
     """The tables that hold what queries share: the views table when the queries over the whole
     graph have views, and each path view's tables."""
-    return [VIEWS] * bool(graph_views(plans)) + _path_tables(plans)
+    return ([VIEWS] if graph_views(plans) else []) + _path_tables(plans)
 
 
 def owned_tables(plan: QueryPlan) -> list[str]:
