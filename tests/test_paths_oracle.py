@@ -122,3 +122,50 @@ def test_path_changes_sum_to_answers(engine, name, request):
     store, plans, history = request.getfixturevalue(f"{engine}_replay")
     projection = plans[name].projection
     assert changes_bag(A.changes(store, name), projection) == table_bag(A.answers(store, name), projection)
+
+
+@pytest.mark.parametrize("name", ["q4", "two_way", "negated_plus", "seq_plus", "cycles", "from_constant", "mixed"])
+def test_every_reached_node_has_a_witness_chain_to_its_root_after_every_batch(arrow_replay, name):
+    """The reach table after every batch is a spanning forest of the product graph: each reached
+    (node, state) of a root has one parent, the root's start node or another node of its tree, an
+    edge of that batch's graph moves the parent to it, and following parents leads back to the
+    start. Answers alone would not show a broken forest until a later deletion cut through it."""
+    import pyarrow.compute as pc
+
+    from pipelines.engine.paths import PathOperator
+    from pipelines.lake import BatchLog
+    from views.automata import BACKWARD, FORWARD
+
+    store, plans, history = arrow_replay
+    graphs = {batch: graph for batch, graph, _ in history}
+    checked = 0
+    for path in plans[name].paths:
+        operator = PathOperator(path)
+        for record in BatchLog(store).records("done"):
+            if path.reach not in record.versions or record.batch not in graphs:
+                continue
+            rows = store.read_arrow(path.reach, record.versions[path.reach])
+            content = rows.group_by([c for c in rows.column_names if c != "_mult"]).aggregate([("_mult", "sum")])
+            assert set(content["_mult_sum"].to_pylist()) <= {0, 1}, f"{name}: a reach row counted twice"
+            trees: dict[str, dict] = {}
+            for row in content.filter(pc.greater(content["_mult_sum"], 0)).to_pylist():
+                node, parent = (row["node"], int(row["state"])), (row["parent"], int(row["pstate"]))
+                assert node not in trees.setdefault(row["root"], {}), f"{name}: {node} reached twice"
+                trees[row["root"]][node] = parent
+            moves, steps = operator.moves, set()
+            for s, p, o in graphs[record.batch]:
+                symbol = operator._symbol(p)
+                for u, v, direction in ((s, o, FORWARD), (o, s, BACKWARD)):
+                    for q in range(path.automaton.states):
+                        if (q, (symbol, direction)) in moves:
+                            steps.add(((u, q), (v, moves[(q, (symbol, direction))])))
+            for root, tree in trees.items():
+                for node, parent in tree.items():
+                    assert (parent, node) in steps, f"{name}: no edge witnesses {node} after batch {record.batch}"
+                    seen, at = set(), node
+                    while at != (root, 0):
+                        assert at in tree and at not in seen, f"{name}: {node}'s witnesses never reach {root}"
+                        seen.add(at)
+                        at = tree[at]
+                checked += 1
+    assert checked >= 4

@@ -21,28 +21,32 @@ that a changed edge can be followed from):
 
 Under stream windows each edge carries its time in the window and each reached node the largest,
 over the paths reaching it, of the smallest edge time (S-PATH's timestamps): step 2 is then a
-widest-path walk (a max-heap on that time, which also raises nodes a later edge improves), and a
-step whose deletions are a pure expiry (every edge of time τ or earlier went, as a window slide
+widest-path walk (which also raises the nodes a later edge improves), and a step whose deletions are a pure expiry (every edge of time τ or earlier went, as a window slide
 does) drops exactly the nodes of time ≤ τ instead of step 1: a filter, nothing re-derived. Outside
 windows every time is :data:`FOREVER` and the walk is breadth-first.
 
 Counting derivations would not do: on a cycle, the nodes support each other after the edge that
-reached the cycle goes. The witness forest has no cycles (a parent is always reached before its
-child), so a deleted edge removes exactly what it witnessed.
+reached the cycle goes. The witness forest has no cycles (a parent set a node's time, so a cycle
+would need a node raised above its own time), so a deleted edge removes exactly what it witnessed.
 
 The walk runs in this process on both Z-set engines (a round on a small frontier would cost a
 Spark job each); the state is read as Arrow at the versions the batch started from, so a re-run
-after a crash computes the very same changes. Its cost follows the trees of the roots the batch
-touches and the nodes whose reachability changes: the edges come from per-batch indexes of the
-edge views (:mod:`.path_edges`), the cut and the walk report the nodes they change, and only those
-give pairs and reach rows (a node that goes or moves is one -1 row, one that comes or moves one +1).
+after a crash computes the very same changes. Its cost follows the roots the batch touches and the
+nodes whose reachability changes, set at a time where it can be:
+- the walk goes over every touched tree at once, a round at a time, and each round looks up the
+  edges of the vertices it moves from, all in one lookup in the edge views' indexes
+  (:mod:`.path_edges`): no edge is read that no walk follows;
+- the rows a step starts from (tree nodes at an inserted edge's end, nodes whose witness edge was
+  deleted) are picked from the reach rows in Arrow, not by going through each tree;
+- the cut and the walk report the nodes they change, and only those give pairs and reach rows (a
+  node that goes or moves is one -1 row, one that comes or moves one +1).
 """
 from __future__ import annotations
 
-import heapq
+import functools
+import gc
 from collections import defaultdict
-from itertools import count
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -63,6 +67,27 @@ REACH_SCHEMA = binding_schema(REACH_COLUMNS)
 
 ProductNode = tuple[str, int]            # (graph node, automaton state)
 Tree = dict[ProductNode, tuple[ProductNode, int]]   # reached node -> (witness parent, max-min time)
+
+
+F = TypeVar("F", bound=Callable)
+
+
+def _without_cycle_collection(step: F) -> F:
+    """Run ``step`` with Python's cycle collector paused. A step builds its trees as millions of
+    small tuples and dicts, none of them in a cycle (reference counting frees them all), and the
+    collector, triggered by the count of allocations, kept traversing them: a quarter of the path
+    operator's time on 10,000-edge batches at 1M edges. It is enabled again afterwards, unless it
+    was off already (another thread's step, or the caller's choice)."""
+    @functools.wraps(step)
+    def paused(*args, **kwargs):
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return step(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+    return paused  # type: ignore[return-value]
 
 
 def path_tables(path: PathDef) -> dict[str, pa.Schema]:
@@ -104,6 +129,7 @@ class PathOperator:
             return predicate
         return OTHER if self.other else None
 
+    @_without_cycle_collection
     def step(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table],
              initial: bool = False, indexes: EdgeIndexes | None = None, find: Find | None = None) -> dict[str, pa.Table]:
         """The changes of the path's tables (keyed by table name) when its edge views (and its
@@ -128,37 +154,50 @@ class PathOperator:
                 deleted += tuples(triples(predicate, minus, path.stamped))
         find = find or finder(read)
         views = [(indexes or EdgeIndexes(read, find)).get(p, v, path.stamped) for p, v in path.edges]
-        roots, members = self._roots(read, deltas, find, inserted + deleted)
-        trees = self._trees(find, roots)
+        roots, members = self._roots(deltas, find, inserted + deleted)
+        rows = self._reached(find, roots)
+        trees = _trees(rows)
         stored = self._stored(read, find, roots) if path.simple and not initial else {}
         edges = Edges(views, inserted, set(deleted), self._symbol, {sym[1] for _, sym in self.moves})
-        visited = {x for tree in trees.values() for node, (parent, _) in tree.items() for x in (node[0], parent[0])}
-        edges.load_reachable(roots | visited | {x for s, _, o, _ in inserted + deleted for x in (s, o)})
+        if path.simple:
+            edges.load_reachable(roots)         # the enumeration follows every edge from a root
         expired = _expiry(_graph_after(views, deleted), inserted, deleted) if path.stamped and deleted else None
-        pairs: dict[tuple[str, str], int] = defaultdict(int)
-        reach: list[tuple] = []
-        cut = {pair for s, _, o, _ in deleted for pair in ((s, o), (o, s))}
         inserted_ends = {x for s, _, o, _ in inserted for x in (s, o)}
         seeded = path.seed is not None
-        # first every tree loses what its deleted witnesses cut, then (with the removed nodes'
-        # neighbours looked up at once for all trees) every tree is walked from its frontier
+        # first every tree loses what its deleted witnesses cut (the parents' edges looked up at
+        # once for all trees), then every tree is walked from its frontier, all together
+        suspects = _by_root(rows, _witnessed_by(rows, deleted)) if deleted and expired is None else {}
+        edges.load({parent[0] for nodes in suspects.values() for _, (parent, _) in nodes})
         cuts: dict[str, tuple[Tree, set[ProductNode]]] = {}
         for root in sorted(roots):
             after = dict(trees.get(root, {}))
             if seeded and not members.get(root, (True, True))[1]:
                 cuts[root] = {}, set(after)             # a seed that went takes its whole tree
             else:
-                cuts[root] = after, self._cut(after, edges, cut, expired)
+                cuts[root] = after, self._cut(after, suspects.get(root, []), edges, expired)
         near = edges.near({v for _, gone in cuts.values() for v, _ in gone}) if expired is None else {}
+        at_ends = _by_root(rows, pc.is_in(rows["node"], pa.array(sorted(inserted_ends), pa.string())))
+        frontier: dict[str, list[ProductNode]] = {}
+        for root, (after, gone) in cuts.items():
+            was, now = members.get(root, (True, True))
+            if seeded and not now:
+                continue
+            # the tree's own starts: where a walk can re-enter a removed node, and a new seed
+            own = {u for v in {v for v, _ in gone} for u in near.get(v, ())} | ({root} if seeded and not was else set())
+            nodes = [(root, 0)] if root in inserted_ends or root in own else []
+            nodes += [node for node, _ in at_ends.get(root, ()) if node in after]
+            nodes += [node for node in after if node[0] in own and node[0] not in inserted_ends]
+            if nodes:
+                frontier[root] = nodes
+        walked = self._walk({root: cuts[root][0] for root in frontier}, edges, frontier)
+        pairs: dict[tuple[str, str], int] = defaultdict(int)
+        reach: list[tuple] = []
         for root, (after, gone) in cuts.items():
             # (before, after): a seed's membership of its view, a node's of the graph (for a
             # zero-length match); a root whose triples did not change is in both (it has a tree)
             was, now = members.get(root, (True, True))
             before = trees.get(root, {})
-            changed = set(gone)
-            if not (seeded and not now):
-                starts = {u for v in {v for v, _ in gone} for u in near.get(v, ())} | ({root} if seeded and not was else set())
-                changed |= self._walk(root, after, edges, (inserted_ends, starts))
+            changed = gone | walked.get(root, set())
             if path.simple:
                 old = set() if initial else stored.get(root, set())
                 new = self._simple(root, edges) if not (seeded and not now) else set()
@@ -210,7 +249,7 @@ class PathOperator:
         return out
 
     # -- roots and their trees -------------------------------------------------------------------
-    def _roots(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table], find: Find,
+    def _roots(self, deltas: Mapping[str, pa.Table], find: Find,
                changed: list[Triple]) -> tuple[set[str], dict[str, tuple[bool, bool]]]:
         """The roots whose trees or pairs the step can change, and the membership (before, after)
         of those whose own membership may change: of the seed view's column for seeded roots (a
@@ -242,31 +281,28 @@ class PathOperator:
             roots |= set(hit["root"].to_pylist())
         if path.seed is not None:
             view, column = path.seed
-            members = _members(read(view), deltas.get(view), (column,), new)
+            members = _members(find, view, deltas.get(view), (column,), new)
             return roots | {x for x, (was, now) in members.items() if was or now}, members
-        members = _members(read(path.nodes), deltas.get(path.nodes), ("v0", "v2"), set()) if path.nodes else {}
+        members = _members(find, path.nodes, deltas.get(path.nodes), ("v0", "v2"), set()) if path.nodes else {}
         return roots | new | {x for x, (was, now) in members.items() if was != now}, members
 
-    def _trees(self, find: Find, roots: set[str]) -> dict[str, Tree]:
+    def _reached(self, find: Find, roots: set[str]) -> pa.Table:
+        """The reach rows of ``roots``' trees, automaton states as integers."""
         rows = find(self.path.reach, "root", pa.array(sorted(roots), pa.string()))
-        columns = [pc.cast(rows[c], pa.int64()) if c in ("state", "pstate") else rows[c] for c in REACH_COLUMNS]
-        trees: dict[str, Tree] = defaultdict(dict)
-        for root, node, state, parent, pstate, ts in zip(*(c.to_pylist() for c in columns)):
-            trees[root][(node, state)] = ((parent, pstate), int(ts) if ts else FOREVER)
-        return trees
+        return pa.table({c: pc.cast(rows[c], pa.int64()) if c in ("state", "pstate") else rows[c] for c in REACH_COLUMNS})
 
     # -- one tree ---------------------------------------------------------------------------------
-    def _cut(self, tree: Tree, edges: Edges, cut: set[tuple[str, str]], expired: int | None) -> set[ProductNode]:
+    def _cut(self, tree: Tree, suspects: list[tuple[ProductNode, tuple[ProductNode, int]]], edges: Edges,
+             expired: int | None) -> set[ProductNode]:
         """Remove from ``tree`` (a root's before the step, a copy) the nodes that lost every path
         and return them: the subtrees whose witness edge went, or, on a pure expiry, the nodes
-        whose time expired (see the module text). ``cut`` holds the (from, to) vertex pairs of the
-        deleted edges, both ways round: a node whose parent is not joined to it by one still has
-        its witness edge."""
+        whose time expired (see the module text). ``suspects`` are the tree's nodes whose parent
+        is joined to them by a deleted edge (:func:`_witnessed_by`), ``edges`` holds their
+        parents' edges: a suspect that another edge still leads to keeps its witness."""
         if expired is not None:
             gone = {node for node, (_, ts) in tree.items() if ts <= expired}
         else:
-            lost = [node for node, (parent, ts) in tree.items()
-                    if (parent[0], node[0]) in cut and not self._leads(parent, node, ts, edges)]
+            lost = [node for node, (parent, ts) in suspects if not self._leads(parent, node, ts, edges)]
             gone = set()
             if lost:
                 children: dict[ProductNode, list[ProductNode]] = defaultdict(list)
@@ -281,34 +317,35 @@ class PathOperator:
             del tree[node]
         return gone
 
-    def _walk(self, root: str, tree: Tree, edges: Edges, frontier: tuple[set[str], set[str]]) -> set[ProductNode]:
-        """A widest-path walk in place from the nodes of ``tree`` (and the root's start node) at a
-        vertex of either ``frontier`` set (the batch's, shared by every tree, and the tree's own,
-        kept apart so that no tree copies the batch's): adds what is reached and raises what is reached later. Returns the
-        nodes it added or raised, so that the caller's work follows them, not the whole tree."""
-        start = (root, 0)
-        changed: set[ProductNode] = set()
-        order = count()
-        heap: list[tuple[int, int, ProductNode, ProductNode]] = []
-
-        def push(node: ProductNode) -> None:
-            time = FOREVER if node == start else tree[node][1]
-            for sym, target, ts in edges.out.get(node[0], ()):
-                state = self.moves.get((node[1], sym))
-                if state is not None and (target, state) != start:
-                    heapq.heappush(heap, (-min(time, ts), next(order), (target, state), node))
-
-        shared, own = frontier
-        if shared or own:
-            for node in [start, *tree]:
-                if node[0] in shared or node[0] in own:
-                    push(node)
-        while heap:
-            negative, _, reached, parent = heapq.heappop(heap)
-            if reached not in tree or -negative > tree[reached][1]:
-                tree[reached] = (parent, -negative)
-                changed.add(reached)
-                push(reached)
+    def _walk(self, trees: dict[str, Tree], edges: Edges,
+              frontier: dict[str, list[ProductNode]]) -> dict[str, set[ProductNode]]:
+        """A widest-path walk in place over every root's tree at once, a round at a time from each
+        root's ``frontier`` (nodes of its tree, or its start node): a round loads the edges of the
+        vertices it moves from in one lookup, adds what they reach and raises what they reach at a
+        later time (the max-min time of each node converges as in Bellman-Ford; outside windows
+        every time is :data:`FOREVER`, so this is a breadth-first walk), and the nodes it changed
+        are the next round's frontier. A node's parent is the node that last set its time, which
+        keeps the parents a forest: a cycle would need a node raised above its own time. Returns
+        the nodes each tree gained or raised, so that the caller's work follows them, not the trees."""
+        changed: dict[str, set[ProductNode]] = defaultdict(set)
+        while frontier:
+            edges.load({vertex for nodes in frontier.values() for vertex, _ in nodes})
+            following: dict[str, dict[ProductNode, None]] = defaultdict(dict)
+            for root, nodes in frontier.items():
+                tree, start = trees[root], (root, 0)
+                for node in nodes:
+                    time = FOREVER if node == start else tree[node][1]
+                    for sym, target, ts in edges.out.get(node[0], ()):
+                        state = self.moves.get((node[1], sym))
+                        reached = (target, state)
+                        if state is None or reached == start:
+                            continue
+                        reached_at, entry = min(time, ts), tree.get(reached)
+                        if entry is None or reached_at > entry[1]:
+                            tree[reached] = (node, reached_at)
+                            changed[root].add(reached)
+                            following[root][reached] = None
+            frontier = {root: list(nodes) for root, nodes in following.items()}
         return changed
 
     def _leads(self, parent: ProductNode, node: ProductNode, ts: int, edges: Edges) -> bool:
@@ -345,17 +382,43 @@ class PathOperator:
         return pa.table({**{c: values[c] for c in path.columns}, MULT: mults}, schema=binding_schema(path.columns))
 
 
-def _members(rows: pa.Table, change: pa.Table | None, columns: tuple[str, ...],
+def _trees(rows: pa.Table) -> dict[str, Tree]:
+    """Each root's tree from its reach rows (:meth:`PathOperator._reached`)."""
+    trees: dict[str, Tree] = defaultdict(dict)
+    for root, node, state, parent, pstate, ts in zip(*(rows[c].to_pylist() for c in REACH_COLUMNS)):
+        trees[root][(node, state)] = ((parent, pstate), int(ts) if ts else FOREVER)
+    return trees
+
+
+def _by_root(rows: pa.Table, mask: pa.ChunkedArray) -> dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]]:
+    """The reach rows where ``mask`` holds, as each root's (node, (parent, time)) entries: picked
+    in Arrow, so that a batch's work follows the few rows it needs, not the trees it touches."""
+    rows = rows.filter(mask)
+    out: dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]] = defaultdict(list)
+    for root, node, state, parent, pstate, ts in zip(*(rows[c].to_pylist() for c in REACH_COLUMNS)):
+        out[root].append(((node, state), ((parent, pstate), int(ts) if ts else FOREVER)))
+    return out
+
+
+def _witnessed_by(rows: pa.Table, deleted: list[Triple]) -> pa.ChunkedArray:
+    """Which reach rows join their parent to their node by a vertex pair that a ``deleted`` edge
+    joins (either way round): the nodes whose witness edge may have gone."""
+    pairs = sorted({key for s, _, o, _ in deleted for key in (f"{s}\n{o}", f"{o}\n{s}")})
+    return pc.is_in(pc.binary_join_element_wise(rows["parent"], rows["node"], "\n"), pa.array(pairs, pa.string()))
+
+
+def _members(find: Find, view: str, change: pa.Table | None, columns: tuple[str, ...],
              candidates: set[str]) -> dict[str, tuple[bool, bool]]:
     """Whether each of ``candidates`` and each value ``change`` touches appears in ``columns`` of
-    ``rows`` before and after ``change``: occurrences counted, the change's multiplicities added
-    (in Arrow: a batch touches thousands of nodes, each with its occurrences)."""
+    ``view`` before and after ``change``: occurrences counted, the change's multiplicities added
+    (in Arrow: a batch touches thousands of nodes, each with its occurrences; the view's rows are
+    looked up by those values, not scanned: the view of every triple is the whole graph)."""
     changes = [] if change is None else [(change[c], change[MULT]) for c in columns]
     touched = pc.unique(pa.chunked_array([pa.array(sorted(candidates), pa.string())]
                                          + [chunk for values, _ in changes for chunk in values.chunks], pa.string()))
     if not len(touched):
         return {}
-    found = [rows[c].filter(pc.is_in(rows[c], touched)) for c in columns]
+    found = [find(view, c, touched)[c] for c in columns]
     parts = [pa.table({"x": values, "b": pa.repeat(1, len(values)), "d": pa.repeat(0, len(values))})
              for values in found]
     parts += [pa.table({"x": values, "b": pa.repeat(0, len(values)), "d": pc.cast(mults, pa.int64())})
