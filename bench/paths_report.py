@@ -102,14 +102,46 @@ def _target(records: list[dict]) -> list[str]:
     lake, ox = batches[key]["lakegraph"], batches[key].get("oxigraph")
     edges = max(r["edges_after"] for r in lake)
     rate = _rate(lake)
-    ratio = f"{rate / _rate(ox):.1f}x pyoxigraph ({'met' if rate / _rate(ox) >= TARGET_RATIO else '**not met**'})" \
-        if ox else "pyoxigraph not measured"
+    once = _last(records, "reevaluation")
+    times = _rate(lake) / _rate(ox) if ox else _once_seconds(once, records) / statistics.median(
+        r["seconds"] for r in lake) if once else None
+    ratio = "pyoxigraph not measured" if times is None else \
+        f"{times:.1f}x pyoxigraph{'' if ox else ' (its one re-evaluation, below)'} " \
+        f"({'met' if times >= TARGET_RATIO else '**not met**'})"
     size = ("at the target's size" if edges >= 1_000_000 else
             "at a smaller graph than the target's, where re-evaluation is cheaper")
     return [f"Target (issue 12): ≥ {TARGET_RATE:,} edges/s at 1% batches of a 1M-edge graph, ≥ {TARGET_RATIO:.0f}x "
             f"pyoxigraph there. Nearest measured: {key[0]:,}-edge batches ({key[0] / edges:.1%} of {edges:,} edges), "
             f"{key[1]:.0%} deletions: {rate:,.0f} edges/s ({'met' if rate >= TARGET_RATE else '**not met**'}), "
             f"{ratio}; {size}."]
+
+
+def _once_seconds(once: dict, records: list[dict]) -> float:
+    """pyoxigraph's one re-evaluation as the cost of a batch: the eleven queries, and one batch's
+    share of applying the updates."""
+    batches = sum(1 for r in records if r["kind"] in ("batch", "warmup") and r["system"] == "lakegraph")
+    return sum(once["seconds"].values()) + once["update_s"] / max(batches, 1)
+
+
+def _once(records: list[dict]) -> list[str]:
+    """The section on ``--systems ...,pyoxigraph-once``: each query's one re-evaluation."""
+    once = _last(records, "reevaluation")
+    if once is None:
+        return []
+    names = _ordered(_one(records, "config")["queries"])
+    rows = [[q.upper(), f"{once['answers'][q]:,}", _ms(once["seconds"][q])] for q, _ in names]
+    rows.append(["all eleven", f"{sum(once['answers'].values()):,}", _ms(sum(once["seconds"].values()))])
+    lake = [r for rows_ in _batches(records).values() for r in rows_["lakegraph"]]
+    return ["## pyoxigraph, re-evaluating once after the last batch", "",
+            f"At this size pyoxigraph re-evaluated once, not at every batch (`pyoxigraph-once`): the initial graph "
+            f"loaded ({once['load_s']:,.0f} s), every batch applied ({once['update_s']:,.1f} s in all), then each "
+            f"query run on the graph after the last batch ({once['edges']:,} edges), its answers counted as they "
+            "stream, with no bag kept and no diff: less than a re-evaluating system pays at each batch. The counts "
+            "equal lakegraph's answers.", "",
+            *_table(["query", "answers", "ms"], rows), "",
+            f"One batch's worth of it (the queries, and one batch's share of the updates): "
+            f"{_once_seconds(once, records):,.1f} s, against a median lakegraph batch of "
+            f"{statistics.median(r['seconds'] for r in lake):,.1f} s over every measured configuration.", ""]
 
 
 def _parts(records: list[dict]) -> list[str]:
@@ -186,6 +218,7 @@ def markdown(records: list[dict]) -> str:
               "jobs every round); its merge runs on every batch." if "spark" in config.get("systems", ["spark"])
               else "Spark was not run (`--systems`)."), "",
              *_target(records), "",
+             *_once(records),
              "## Where the time goes (medians)", "",
              *_parts(records), "",
              "CPU s: the process's CPU seconds over the batch (every thread: delta-rs commits in Rust, Arrow), "
@@ -223,8 +256,12 @@ def markdown(records: list[dict]) -> str:
              "## Agreement", "",
              ("After registration and after every batch, warm-up ones included, lakegraph's answers equal "
               "pyoxigraph's as bags for all eleven queries; so do Spark's on every batch it evaluated "
-              "(the run stops at the first disagreement)." if any(r.get("system") == "oxigraph" for r in records)
-              else "pyoxigraph was not run (`--systems`), so this run did not check the answers."), ""]
+              "(the run stops at the first disagreement)." if any(r.get("system") == "oxigraph" and r["kind"] == "batch"
+                                                                 for r in records) else
+              "pyoxigraph's answer counts after the last batch equal lakegraph's for all eleven queries (the run "
+              "stops otherwise); the answers themselves were not compared as bags at this size."
+              if _last(records, "reevaluation") else
+              "pyoxigraph was not run (`--systems`), so this run did not check the answers."), ""]
     return "\n".join(lines)
 
 

@@ -170,6 +170,11 @@ class Lakegraph:
             bag[tuple(row[v] for v in plan.projection)] += row["_mult"]
         return bag  # kept as is: a zero or negative multiplicity is an engine bug the check must see
 
+    def count(self, name: str) -> int:
+        """How many answers (with multiplicity) query ``name`` has: its gold table's multiplicities
+        summed in Arrow, without a bag."""
+        return pc.sum(gold_answers(self.store, name)["_mult"]).as_py() or 0
+
     def close(self) -> None:
         """Nothing to release: the lake stays on disk for the size figures."""
 
@@ -332,6 +337,12 @@ class SparkRecompute:
     def answers(self, name: str) -> Bag:
         return self.current[name]
 
+    def count(self, query: BenchQuery) -> int:
+        """How many answers (with multiplicity) ``query`` has now, counted as they stream: no
+        bag is kept, so a graph whose answers would not fit in memory as Python tuples can be
+        measured."""
+        return sum(1 for _ in self.store.query(query.text))
+
     def close(self) -> None:
         self.spark.catalog.dropTempView("graph")
 
@@ -400,6 +411,12 @@ class DuckDBRecompute:
     def answers(self, name: str) -> Bag:
         return self.current[name]
 
+    def count(self, query: BenchQuery) -> int:
+        """How many answers (with multiplicity) ``query`` has now, counted as they stream: no
+        bag is kept, so a graph whose answers would not fit in memory as Python tuples can be
+        measured."""
+        return sum(1 for _ in self.store.query(query.text))
+
     def close(self) -> None:
         self.db.close()
 
@@ -437,7 +454,8 @@ class Oxigraph:
         seconds, self.current = _timed(lambda: {q.name: self._evaluate(q) for q in queries})
         return seconds
 
-    def _update(self, batch_path: Path) -> None:
+    def update(self, batch_path: Path) -> None:
+        """Apply one landing file of updates to the store."""
         for op, quad in _quads(batch_path):
             if op == "+":
                 self.store.add(quad)
@@ -445,13 +463,19 @@ class Oxigraph:
                 self.store.remove(quad)
 
     def apply(self, batch_path: Path) -> BatchTiming:
-        apply_s = _timed(lambda: self._update(batch_path))[0]
+        apply_s = _timed(lambda: self.update(batch_path))[0]
         parts, changes = _recompute_all(self.queries, self._evaluate, self.current)
         return BatchTiming(apply_s + sum(parts.values()), {"apply": apply_s, **parts},
                            stats={"answer_changes": changes})
 
     def answers(self, name: str) -> Bag:
         return self.current[name]
+
+    def count(self, query: BenchQuery) -> int:
+        """How many answers (with multiplicity) ``query`` has now, counted as they stream: no
+        bag is kept, so a graph whose answers would not fit in memory as Python tuples can be
+        measured."""
+        return sum(1 for _ in self.store.query(query.text))
 
     def close(self) -> None:
         self.store = ox.Store()
