@@ -41,16 +41,21 @@ def answer_row(aggregation: Aggregation, group: tuple, rows: Rows) -> dict[str, 
         return None
     row: dict[str, str | None] = dict(zip(aggregation.group_by, group))
     position = {v: i for i, v in enumerate(aggregation.inputs)}
+    gathered: dict[tuple[str, bool], Counter] = {}     # calls over one variable share its values
     for call in aggregation.calls:
         if call.arg is None:
             row[call.name] = integer(sum(rows.values()))
             continue
-        values: Counter = Counter()
-        for key, mult in rows.items():
-            if key[position[call.arg]]:
-                values[key[position[call.arg]]] += mult
-        if call.distinct:
-            values = Counter(dict.fromkeys(values, 1))
+        values = gathered.get((call.arg, call.distinct))
+        if values is None:
+            at = position[call.arg]
+            values = Counter()
+            for key, mult in rows.items():
+                if key[at]:
+                    values[key[at]] += mult
+            if call.distinct:
+                values = Counter(dict.fromkeys(values, 1))
+            gathered[(call.arg, call.distinct)] = values
         row[call.name] = _FUNCTIONS[call.function](values, call.separator)
     return with_computed(aggregation, row)
 
