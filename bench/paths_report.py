@@ -105,9 +105,9 @@ def _target(records: list[dict]) -> list[str]:
     once = _last(records, "reevaluation")
     times = _rate(lake) / _rate(ox) if ox else _once_seconds(once, records) / statistics.median(
         r["seconds"] for r in lake) if once else None
-    ratio = "pyoxigraph not measured" if times is None else \
-        f"{times:.1f}x pyoxigraph{'' if ox else ' (its one re-evaluation, below)'} " \
-        f"({'met' if times >= TARGET_RATIO else '**not met**'})"
+    met = "" if times is None else "met" if times >= TARGET_RATIO else "**not met**"
+    ratio = "pyoxigraph not measured" if times is None else f"{times:.1f}x pyoxigraph ({met})" if ox else \
+        f"{times:.1f}x pyoxigraph's one re-evaluation (below; {met})"
     size = ("at the target's size" if edges >= 1_000_000 else
             "at a smaller graph than the target's, where re-evaluation is cheaper")
     return [f"Target (issue 12): ≥ {TARGET_RATE:,} edges/s at 1% batches of a 1M-edge graph, ≥ {TARGET_RATIO:.0f}x "
@@ -180,7 +180,12 @@ def _per_query(records: list[dict]) -> list[str]:
             if rows_:
                 rows.append([f"{size:,}", f"{ratio:.0%}", label,
                              *(_ms(statistics.median(r["parts"][q] for r in rows_)) for q, _ in names)])
-    return _table(["batch", "deletions", "system", *(q.upper() for q, _ in names)], rows)
+    if not rows:
+        return []
+    return ["## Per query: the re-evaluating systems (ms, median)", "",
+            *_table(["batch", "deletions", "system", *(q.upper() for q, _ in names)], rows), "",
+            "lakegraph maintains the eleven queries together (shared views and path views), so it has no "
+            "per-query time.", ""]
 
 
 def _state(records: list[dict]) -> list[str]:
@@ -226,10 +231,7 @@ def markdown(records: list[dict]) -> str:
              "commits per batch over every table of the lake. State rows read: rows the batch read from the "
              "tables' parquet files or found in the store's memory (`store.reads`); a table the run already "
              "holds indexed (views and the path operator's tables, `pipelines/engine/held.py`) is not read again.", "",
-             "## Per query: the re-evaluating systems (ms, median)", "",
-             *_per_query(records), "",
-             "lakegraph maintains the eleven queries together (shared views and path views), so it has no "
-             "per-query time.", "",
+             *_per_query(records),
              "## State: reach rows per reached pair", "",
              *_state(records), "",
              "A path view keeps one reach row per reached (node, automaton state) of each root's tree, with its "

@@ -192,4 +192,4 @@ def test_path_benchmark_reevaluates_once_and_checks_the_counts(spark, tmp_path):
     answers = next(r for r in records if r["kind"] == "answers")
     assert once["answers"] == {k: v for k, v in answers.items() if k != "kind"} and sum(once["answers"].values())
     report = write_paths_report(records, out).read_text(encoding="utf-8")
-    assert "re-evaluating once after the last batch" in report and "x pyoxigraph (its one re-evaluation" in report
+    assert "re-evaluating once after the last batch" in report and "x pyoxigraph's one re-evaluation (below; " in report
