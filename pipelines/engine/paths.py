@@ -21,9 +21,10 @@ that a changed edge can be followed from):
 
 Under stream windows each edge carries its time in the window and each reached node the largest,
 over the paths reaching it, of the smallest edge time (S-PATH's timestamps): step 2 is then a
-widest-path walk (which also raises the nodes a later edge improves), and a step whose deletions are a pure expiry (every edge of time τ or earlier went, as a window slide
-does) drops exactly the nodes of time ≤ τ instead of step 1: a filter, nothing re-derived. Outside
-windows every time is :data:`FOREVER` and the walk is breadth-first.
+widest-path walk (which also raises the nodes a later edge improves), and a step whose deletions
+are a pure expiry (every edge of time τ or earlier went, as a window slide does) drops exactly the
+nodes of time ≤ τ instead of step 1: a filter, nothing re-derived. Outside windows every time is
+:data:`FOREVER` and the walk is breadth-first.
 
 Counting derivations would not do: on a cycle, the nodes support each other after the edge that
 reached the cycle goes. The witness forest has no cycles (a parent set a node's time, so a cycle
@@ -289,7 +290,8 @@ class PathOperator:
     def _reached(self, find: Find, roots: set[str]) -> pa.Table:
         """The reach rows of ``roots``' trees, automaton states as integers."""
         rows = find(self.path.reach, "root", pa.array(sorted(roots), pa.string()))
-        return pa.table({c: pc.cast(rows[c], pa.int64()) if c in ("state", "pstate") else rows[c] for c in REACH_COLUMNS})
+        return pa.table({c: pc.cast(rows[c], pa.int64()) if c in ("state", "pstate") else rows[c]
+                         for c in REACH_COLUMNS})
 
     # -- one tree ---------------------------------------------------------------------------------
     def _cut(self, tree: Tree, suspects: list[tuple[ProductNode, tuple[ProductNode, int]]], edges: Edges,
