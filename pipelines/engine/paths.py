@@ -187,7 +187,8 @@ class PathOperator:
             own = {u for v in {v for v, _ in gone} for u in near.get(v, ())} | ({root} if seeded and not was else set())
             nodes = [(root, 0)] if root in inserted_ends or root in own else []
             nodes += [node for node, _ in at_ends.get(root, ()) if node in after]
-            nodes += [node for node in after if node[0] in own and node[0] not in inserted_ends]
+            if own:
+                nodes += [node for node in after if node[0] in own and node[0] not in inserted_ends]
             if nodes:
                 frontier[root] = nodes
         walked = self._walk({root: cuts[root][0] for root in frontier}, edges, frontier)
@@ -384,21 +385,26 @@ class PathOperator:
         return pa.table({**{c: values[c] for c in path.columns}, MULT: mults}, schema=binding_schema(path.columns))
 
 
-def _trees(rows: pa.Table) -> dict[str, Tree]:
-    """Each root's tree from its reach rows (:meth:`PathOperator._reached`)."""
-    trees: dict[str, Tree] = defaultdict(dict)
+def _entries(rows: pa.Table) -> Iterator[tuple[str, ProductNode, tuple[ProductNode, int]]]:
+    """Reach rows (:meth:`PathOperator._reached`) as (root, node, (witness parent, max-min time))."""
     for root, node, state, parent, pstate, ts in zip(*(rows[c].to_pylist() for c in REACH_COLUMNS)):
-        trees[root][(node, state)] = ((parent, pstate), int(ts) if ts else FOREVER)
+        yield root, (node, state), ((parent, pstate), int(ts) if ts else FOREVER)
+
+
+def _trees(rows: pa.Table) -> dict[str, Tree]:
+    """Each root's tree from its reach rows."""
+    trees: dict[str, Tree] = defaultdict(dict)
+    for root, node, entry in _entries(rows):
+        trees[root][node] = entry
     return trees
 
 
 def _by_root(rows: pa.Table, mask: pa.ChunkedArray) -> dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]]:
     """The reach rows where ``mask`` holds, as each root's (node, (parent, time)) entries: picked
     in Arrow, so that a batch's work follows the few rows it needs, not the trees it touches."""
-    rows = rows.filter(mask)
     out: dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]] = defaultdict(list)
-    for root, node, state, parent, pstate, ts in zip(*(rows[c].to_pylist() for c in REACH_COLUMNS)):
-        out[root].append(((node, state), ((parent, pstate), int(ts) if ts else FOREVER)))
+    for root, node, entry in _entries(rows.filter(mask)):
+        out[root].append((node, entry))
     return out
 
 
