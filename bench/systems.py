@@ -337,12 +337,6 @@ class SparkRecompute:
     def answers(self, name: str) -> Bag:
         return self.current[name]
 
-    def count(self, query: BenchQuery) -> int:
-        """How many answers (with multiplicity) ``query`` has now, counted as they stream: no
-        bag is kept, so a graph whose answers would not fit in memory as Python tuples can be
-        measured."""
-        return sum(1 for _ in self.store.query(query.text))
-
     def close(self) -> None:
         self.spark.catalog.dropTempView("graph")
 
@@ -410,12 +404,6 @@ class DuckDBRecompute:
 
     def answers(self, name: str) -> Bag:
         return self.current[name]
-
-    def count(self, query: BenchQuery) -> int:
-        """How many answers (with multiplicity) ``query`` has now, counted as they stream: no
-        bag is kept, so a graph whose answers would not fit in memory as Python tuples can be
-        measured."""
-        return sum(1 for _ in self.store.query(query.text))
 
     def close(self) -> None:
         self.db.close()
