@@ -64,16 +64,20 @@ def _match(view: ViewDef) -> _Match:
     return _Match(constants, tuple(repeats), first)
 
 
+def _matching_sql(view: ViewDef) -> tuple[list[str], str | None]:
+    """:class:`_Match` as Spark SQL over messages: the cells binding the view's columns from the
+    triple, and the condition a matching triple meets (None: every triple matches)."""
+    m = _match(view)
+    conds = [f"{column(position)} = {sql_string(constant)}" for position, constant in m.constants]
+    conds += [f"{column(position)} = {column(other)}" for position, other in m.repeats]
+    return [f"{column(m.source[c])} AS {column(c)}" for c in view.columns], " AND ".join(conds) or None
+
+
 def matching(messages: DataFrame, view: ViewDef) -> DataFrame:
     """Messages whose triple matches ``view``, with the view's columns bound from the triple."""
-    m = _match(view)
-    cond = F.lit(True)
-    for position, constant in m.constants:
-        cond = cond & (F.col(position) == F.lit(constant))
-    for position, other in m.repeats:
-        cond = cond & (F.col(position) == F.col(other))
-    selected = messages.where(cond).select("seq", "op", *[F.col(m.source[c]).alias(c) for c in view.columns])
-    return selected.where(F.expr(view.filter_sql)) if view.filter_sql else selected
+    cells, cond = _matching_sql(view)
+    selected = (messages.where(cond) if cond else messages).selectExpr("seq", "op", *cells)
+    return selected.where(view.filter_sql) if view.filter_sql else selected
 
 
 def triples_in_graph(messages: DataFrame) -> DataFrame:
@@ -120,12 +124,10 @@ def probe_spark(z: SparkZSets, messages: pa.Table, views: list[ViewDef]) -> pa.T
     batch = z.from_arrow(messages)
     matched = []
     for view in views:
-        m = _match(view)
-        conds = [f"{column(position)} = {sql_string(constant)}" for position, constant in m.constants]
-        conds += [f"{column(position)} = {column(other)}" for position, other in m.repeats]
-        cells = ["seq", "op", *[f"{column(m.source[c])} AS {column(c)}" for c in view.columns]]
-        where = f" WHERE {' AND '.join(conds)}" if conds else ""
-        rows = z.query(("seq", "op", *view.columns), f"SELECT {', '.join(cells)} FROM {batch.name}{where}", (batch,))
+        cells, cond = _matching_sql(view)
+        where = f" WHERE {cond}" if cond else ""
+        rows = z.query(("seq", "op", *view.columns),
+                       f"SELECT {', '.join(['seq', 'op', *cells])} FROM {batch.name}{where}", (batch,))
         matched.append(_shaped(z, z.where(rows, view.filter_sql), view, ("seq", "op")))
     hits = z.to_arrow(z.add(matched))
     if hits.num_rows == 0:
