@@ -76,6 +76,16 @@ def test_an_error_is_one_line_and_a_non_zero_exit(tour, argv, code, starts):
     assert len(lines) == 1 and lines[0].startswith(starts), done.stderr
 
 
+def test_a_reader_that_stops_reading_ends_it_quietly(tour):
+    """``lakegraph answers enrolment | head``: once the reader has gone, lakegraph stops without a word,
+    with the status a shell gives a command that SIGPIPE ended."""
+    proc = subprocess.Popen([LAKEGRAPH, "--lake", str(tour / "tour"), "answers", "enrolment", "--format", "json"],
+                            cwd=tour, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()                     # gone before lakegraph writes its first line
+    stderr = proc.stderr.read()
+    assert (proc.wait(), stderr) == (141, "")
+
+
 def test_no_lake_is_one_line(tmp_path):
     done = subprocess.run([LAKEGRAPH, "--lake", str(tmp_path / "none"), "status"], env=_env(),
                           capture_output=True, text=True)

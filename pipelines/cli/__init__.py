@@ -10,6 +10,8 @@ The commands live by family: :mod:`.write` (init, ingest, register, unregister, 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from typing import Callable, NoReturn
 
@@ -84,6 +86,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lakegraph: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader stopped reading (``lakegraph answers q | head``): nothing is wrong, and
+        # nothing more can be said to it. Quiet, with the status a shell gives a command killed by
+        # SIGPIPE (as git's and cat's); stdout goes to devnull so that the interpreter's last flush
+        # does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except Exception as exc:  # one readable line; the traceback with --debug
         if args.debug:
             raise
