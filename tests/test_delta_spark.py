@@ -157,3 +157,33 @@ def test_auto_storage_follows_where_the_work_runs(tmp_path, spark, monkeypatch, 
     monkeypatch.delenv("LAKEGRAPH_SPARK_MASTER", raising=False)
     context = Context(build_parser().parse_args(["--lake", str(tmp_path / "lake"), *argv]))
     assert type(context.store()) is backend
+
+
+def test_rows_another_writer_deleted_by_deletion_vector_are_gone_from_every_read(tmp_path, spark):
+    """A lake's table may be written by an engine with deletion vectors on (delta-spark, Databricks,
+    Trino): its DELETE marks rows in a file rather than rewriting it. The delta-rs store reads the
+    version's files itself (pyarrow, and Spark as plain parquet), so it must leave the marked rows
+    out, at every version, and keep writing the table as delta-rs does."""
+    store = DeltaRsStore(str(tmp_path / "lake"), spark)
+    store.create("t", SCHEMA)
+    keys = [f"k{i:04d}" for i in range(3000)]
+    store.append("t", pa.table({"k": keys, "_mult": [1] * 3000}, schema=SCHEMA))      # version 1: one file
+    location = store.path("t").replace("`", "``")
+    spark.sql(f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = true)")
+    spark.sql(f"DELETE FROM delta.`{location}` WHERE k LIKE 'k1%' OR k = 'k0007'")      # version 3
+    dt = DeltaTable(store.path("t"))
+    assert len(dt.file_uris()) == 1 and dt.version() == 3, "the DELETE rewrote the file: no deletion vector"
+    kept = {k: 1 for k in keys if not k.startswith("k1") and k != "k0007"}
+    store.merge_counts("t", pa.table({"k": ["k0008", "k1500", "k0007"], "_mult": [1, 1, 1]}, schema=SCHEMA),
+                       ["k"], "_mult")                                               # version 4, by delta-rs
+    merged = {**kept, "k0008": 2, "k1500": 1, "k0007": 1}
+    for fresh in (False, True):      # what the store holds, and a store that reads the files anew
+        reader = DeltaRsStore(store.root, spark) if fresh else store
+        assert _counts(reader, "t", 1) == {k: 1 for k in keys}
+        assert _counts(reader, "t", 3) == kept and reader.row_count("t", 3) == len(kept)
+        assert _counts(reader, "t") == merged and reader.row_count("t") == len(merged)
+        assert {r["k"]: r["_mult"] for r in reader.read("t", 3).collect()} == kept
+        assert {r["k"]: r["_mult"] for r in reader.read("t").collect()} == merged
+    feed = store.changes("t", 3, 3)
+    assert sorted(feed.column("k").to_pylist()) == sorted(set(keys) - set(kept))
+    assert set(feed.column("_change_type").to_pylist()) == {"delete"}

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Collection, Iterator, Sequence
-from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,6 +26,7 @@ from deltalake.transaction import AddAction
 
 from ..spark import session
 from .base import Data, StorageError, TableNotFound, Txn
+from .deletion_vectors import deleted_positions, kept_rows, local_path
 
 # A table is created with its change feed on, and a checkpoint every ten commits: a DeltaTable's
 # commit costs more the more commits it replays since its checkpoint (3 ms at 10, 12 ms at 80
@@ -77,9 +77,8 @@ def quote(column: str) -> str:
 
 
 def _files(dt: DeltaTable) -> list[str]:
-    """The local paths of a version's data files: delta-rs gives them percent-encoded (a lake path
-    with a space, a quote or a % would name files that do not exist)."""
-    return [unquote(uri.removeprefix("file://")) for uri in dt.file_uris()]
+    """The local paths of a version's data files."""
+    return [local_path(uri) for uri in dt.file_uris()]
 
 
 def normalise_schema(schema: pa.Schema) -> pa.Schema:
@@ -438,7 +437,18 @@ class DeltaRsStore:
         schema = arrow_schema_to_spark(self.schema(name))
         if not files:
             return self.spark.createDataFrame([], schema)
-        return self.spark.read.schema(schema).parquet(*files)
+        frame = self.spark.read.schema(schema).parquet(*files)
+        kept = kept_rows(dt)
+        if not kept:
+            return frame
+        # the rows a deletion vector marks: left out by their file and position in it
+        from .spark_arrow import frame_of
+
+        from pyspark.sql import functions as F
+
+        gone = frame_of(self.spark, deleted_positions(kept))
+        at = [F.col("_metadata.file_name") == gone["file_name"], F.col("_metadata.row_index") == gone["row_index"]]
+        return frame.join(F.broadcast(gone), at, "left_anti")
 
     def read_arrow(self, name: str, version: int | None = None,
                    columns: Sequence[str] | None = None) -> pa.Table:
@@ -463,9 +473,11 @@ class DeltaRsStore:
             meta = handle.metadata
             size = sum(meta.row_group(g).column(c).total_compressed_size for g in range(meta.num_row_groups)
                        for c in range(meta.num_columns) if meta.schema.column(c).name in wanted)
-            return handle.read(columns=schema.names, use_threads=False).select(schema.names).cast(schema), size
+            rows = handle.read(columns=schema.names, use_threads=False).select(schema.names).cast(schema)
+            return (rows if path not in kept else rows.filter(pa.array(kept[path]))), size
 
         files = _files(dt)
+        kept = kept_rows(dt) if files else {}
         if not files:
             table = pa.Table.from_batches([], schema)
         else:
@@ -484,8 +496,8 @@ class DeltaRsStore:
         adds = pa.RecordBatchReader.from_stream(dt.get_add_actions()).read_all()
         counts = adds.column("num_records").to_pylist()
         if None in counts:  # a file committed without statistics: count from the parquet footers
-            return sum(pq.ParquetFile(path).metadata.num_rows for path in _files(dt))
-        return sum(counts)
+            counts = [pq.ParquetFile(path).metadata.num_rows for path in _files(dt)]
+        return sum(counts) - sum(int((~mask).sum()) for mask in kept_rows(dt).values())
 
     def version_at(self, name: str, when: datetime) -> int:
         if when.tzinfo is None:

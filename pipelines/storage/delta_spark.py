@@ -10,7 +10,8 @@ writes, so a lake can switch backends between two batches.
 Interoperability: tables are created at protocol (reader 1, writer 4), the legacy protocol with the
 change data feed and nothing else, which delta-rs, Spark, Trino and DuckDB all read and write.
 delta-spark would otherwise pick writer 7 with table features; and deletion vectors (reader 3) stay
-off, since the delta-rs backend and Spark's plain-parquet reads see a version as its files.
+off, which delta-rs's pyarrow dataset refuses (the delta-rs backend's own reads apply them:
+:mod:`.deletion_vectors`).
 """
 from __future__ import annotations
 
