@@ -3,13 +3,17 @@ on that snapshot (as bags); time travel to each earlier batch gives that batch's
 the answer changes equals the answers. Streams mix inserts, deletes, re-inserts and no-op updates."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bench.measure import spark_jobs
 from pipelines import answers as A
 from pipelines.ingest import ingest_paths
+from pipelines.engine import held_bags
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
+from pipelines.storage import delta_rs
 from views.plan import compile_query
 from views.sparql import parse_query
 
@@ -50,11 +54,24 @@ def plan_of(name: str):
     return compile_query(parse_query(PREFIXES + QUERIES[name], name), name)
 
 
-@pytest.fixture(scope="module", params=["arrow", "spark"])
+@pytest.fixture(scope="module", params=["arrow", "spark", "arrow-vectors"])
 def replay(request, tmp_path_factory, spark):
     """Ingest and run six batches on one Z-set engine, recording each query's answers after each
-    (and the Spark jobs each batch ran)."""
-    engine = request.param
+    (and the Spark jobs each batch ran). ``arrow-vectors``: the Arrow engine with every
+    consolidated table (gold, partial embeddings, bags) MERGEd by deletion vectors, as a table of
+    more than ``REWRITE_MAX_ROWS`` is."""
+    engine = request.param.removesuffix("-vectors")
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param.endswith("-vectors"):
+            patch.setattr(held_bags, "REWRITE_MAX_ROWS", -1)
+            patch.setattr(delta_rs, "VECTOR_MERGE_ROWS", 0)
+        replayed = _replay(engine, tmp_path_factory, spark)
+        if request.param.endswith("-vectors"):     # the path was taken: rows were marked deleted
+            assert list(Path(replayed[0].root).glob("gold_*/deletion_vector_*.bin"))
+        yield replayed
+
+
+def _replay(engine, tmp_path_factory, spark):
     from pipelines.storage import open_store
 
     root = tmp_path_factory.mktemp("oracle")

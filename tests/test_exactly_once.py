@@ -12,8 +12,10 @@ from pipelines.catalog import lookup
 from pipelines.engine.windowed import read_state
 from pipelines.ingest import ingest_paths
 from pipelines.lake import BRONZE_TO_DONE, BatchLog
+from pipelines.engine import held_bags
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
+from pipelines.storage import delta_rs
 from pipelines.storage.delta_rs import DeltaRsStore
 from views.plan import compile_query
 from views.sparql import parse_query
@@ -94,7 +96,13 @@ def prepared(tmp_path_factory, spark):
     return lake, reference
 
 
-def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepared, spark, tmp_path):
+@pytest.mark.parametrize("vectors", [False, True], ids=["rewritten", "merged-by-deletion-vectors"])
+def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepared, spark, tmp_path, monkeypatch, vectors):
+    """``vectors``: every consolidated table (gold, partial embeddings, bags) MERGEd by deletion
+    vectors, as a table past ``REWRITE_MAX_ROWS`` is, in the crashed run and the re-run."""
+    if vectors:
+        monkeypatch.setattr(held_bags, "REWRITE_MAX_ROWS", -1)
+        monkeypatch.setattr(delta_rs, "VECTOR_MERGE_ROWS", 0)
     lake, reference = prepared
     expected = snapshot(reference)
     crashes = 0
@@ -113,6 +121,7 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
             continue
         assert snapshot(trial) == expected
         break
+    assert not vectors or list(trial.glob("gold_*/deletion_vector_*.bin")), "no row was marked deleted"
     # two batches, each: plan row, views, partial embeddings, bag, gold, changes, and for the
     # windowed queries each window's chained output (bronze, ingest log), then once per batch their
     # state (views, buffer, progress), gold, changes, window log; the batches that read the chained output;

@@ -3,6 +3,7 @@ travel, history, maintenance, idempotence."""
 from __future__ import annotations
 
 import os
+import random
 import time
 from datetime import datetime, timezone
 
@@ -260,3 +261,68 @@ def test_another_writers_commits_and_transactions_are_seen(store, spark, tmp_pat
     assert store.append("t", pa.table({"k": ["c"], "_mult": [1]}, schema=SCHEMA), Txn("app", 3))
     assert not other.append("t", pa.table({"k": ["c"], "_mult": [1]}, schema=SCHEMA), Txn("app", 3))
     assert rows(other.read_arrow("t")) == {"a": 1, "b": 1, "c": 1}
+
+
+def test_merges_of_counts_by_deletion_vectors_sum_at_every_version_for_every_reader(store, spark, monkeypatch):
+    """Random signed changes, unbound values among the keys, MERGEd as a gold table takes a batch's
+    change at any size: on delta-rs past ``VECTOR_MERGE_ROWS`` (0 here) by deletion vectors, on
+    delta-spark by its MERGE. Every version reads as the running sum (zero counts gone) through
+    pyarrow, Spark and the row count, from this store and from a fresh one, and the files a
+    delta-rs table gathers stay bounded (compacted past ``_VECTOR_FILES``, 4 here)."""
+    from deltalake import DeltaTable
+
+    from pipelines.storage import delta_rs
+
+    monkeypatch.setattr(delta_rs, "VECTOR_MERGE_ROWS", 0)
+    monkeypatch.setattr(delta_rs, "_VECTOR_FILES", 4)
+    schema = pa.schema([pa.field("a", pa.string()), pa.field("b", pa.string()),
+                        pa.field("_mult", pa.int64(), nullable=False)])
+    store.create("g", schema)
+    rng = random.Random(3)
+    values = [None, "<x>", "<y>", '"z"', "<w>"]
+    truth: dict = {}
+    expected = {}
+    vectors = compactions = 0
+    steps = 24 if store.backend == "delta-rs" else 6          # a delta-spark MERGE costs seconds
+    for step in range(steps):
+        change: dict = {}
+        for _ in range(rng.randrange(1, 8)):
+            key = (rng.choice(values), rng.choice(values))
+            gone = key in truth and rng.random() < 0.5
+            change[key] = change.get(key, 0) + (-truth[key] if gone else rng.choice([1, 2, -1]))
+        store.merge_counts("g", pa.Table.from_pylist(
+            [{"a": a, "b": b, "_mult": m} for (a, b), m in change.items() if m], schema), ["a", "b"], "_mult",
+            Txn("job", step + 1))
+        for key, m in change.items():
+            truth[key] = truth.get(key, 0) + m
+            if truth[key] == 0:
+                del truth[key]
+        expected[store.version("g")] = dict(truth)
+        if store.backend == "delta-rs":
+            table = DeltaTable(store.path("g"))
+            vectors += pa.RecordBatchReader.from_stream(table.deletion_vectors()).read_all().num_rows
+            compactions += table.history(1)[0]["operation"] == "OPTIMIZE"
+            assert len(table.file_uris()) <= 5
+    if store.backend == "delta-rs":
+        assert vectors and compactions >= 3
+    fresh = open_store(store.root, spark, backend=store.backend)
+    for reader in (store, fresh):
+        for version, counts in expected.items():
+            table = reader.read_arrow("g", version)
+            assert table.num_rows == len(counts) == reader.row_count("g", version)
+            assert {(r["a"], r["b"]): r["_mult"] for r in table.to_pylist()} == counts
+        last = max(expected)
+        assert sorted((r["a"] or "", r["b"] or "", r["_mult"]) for r in reader.read("g", last).collect()) == \
+            sorted((a or "", b or "", m) for (a, b), m in expected[last].items())
+    assert store.committed("g", "job") == steps
+    assert store.merge_counts("g", pa.table({"a": ["<x>"], "b": ["<x>"], "_mult": [5]}, schema=schema),
+                              ["a", "b"], "_mult", Txn("job", steps)) is False
+    # a store that did not make them merges on: it finds the vectors in the log (and its checkpoint)
+    change = {key: -m for key, m in list(truth.items())[:3]} | {("<new>", None): 4}
+    fresh.merge_counts("g", pa.Table.from_pylist([{"a": a, "b": b, "_mult": m} for (a, b), m in change.items()],
+                                                 schema), ["a", "b"], "_mult", Txn("job", steps + 1))
+    for key, m in change.items():
+        truth[key] = truth.get(key, 0) + m
+    truth = {key: m for key, m in truth.items() if m}
+    for reader in (store, fresh, open_store(store.root, spark, backend=store.backend)):
+        assert {(r["a"], r["b"]): r["_mult"] for r in reader.read_arrow("g").to_pylist()} == truth

@@ -4,13 +4,14 @@ A query's gold table is its answer bag, one row per distinct answer with its mul
 consolidated so that a SQL reader needs no ``GROUP BY``; its partial embeddings and bags are kept
 the same way, for the delta rules to read as they stand. A Delta MERGE of a batch's change costs a
 scan of the table, a join and a rewrite of every file the change's keys fall in, and they fall in
-all of them (delta-rs writes no deletion vectors): some 40 ms for a table of a few rows, 130 ms for
+all of them (delta-rs's MERGE writes no deletion vectors): some 40 ms for a table of a few rows, 130 ms for
 one of 216,000 (the LUBM 4-cycle's gold at 1M triples), and a ten-query batch made some twenty. A
 run holds each such table's content at the version it last read or wrote, with a key per row; a
 batch's change then touches only the rows with its keys (a hash lookup of the keys), and the new
 content is written as a plain overwrite: 8 ms and 45 ms for those two. Each table stays what it
 was, consolidated and versioned for time travel; only the write is cheaper. A table of more than
-:data:`REWRITE_MAX_ROWS` rows is MERGEd as before: encoding it whole at every batch costs more.
+:data:`REWRITE_MAX_ROWS` rows is MERGEd instead, by deletion vectors
+(:mod:`pipelines.storage.vector_merge`): encoding it whole at every batch costs more.
 
 Exactly once as for :mod:`.held`: the held content is used only at the version the batch log says
 the batch reads (anything else is read from the table), and an overwrite skipped because the
@@ -32,8 +33,9 @@ from .arrow import CHUNKS, data_columns, sum_touched
 from .held import row_keys
 
 
-#: Tables of more rows are MERGEd instead (copy-on-write, as before): rewriting the 4-cycle's gold
-#: at 10M triples (2.2M rows) whole at every batch took 1.6-2.4 s where its MERGE took about 1 s.
+#: Tables of more rows are MERGEd instead (by the store: by deletion vectors on delta-rs):
+#: rewriting the 4-cycle's gold at 10M triples (2.2M rows) whole at every batch took 1.6-2.4 s
+#: where even its copy-on-write MERGE took about 1 s.
 REWRITE_MAX_ROWS = 500_000
 
 

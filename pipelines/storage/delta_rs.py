@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Collection, Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
@@ -26,7 +27,9 @@ from deltalake.transaction import AddAction
 
 from ..spark import session
 from .base import Data, StorageError, TableNotFound, Txn
-from .deletion_vectors import deleted_positions, kept_rows, local_path
+from .deletion_vectors import (FEATURE, current_vectors, deleted_positions, kept_rows, local_path, with_vectors,
+                               write_vectors)
+from .vector_merge import Placed
 
 # A table is created with its change feed on, and a checkpoint every ten commits: a DeltaTable's
 # commit costs more the more commits it replays since its checkpoint (3 ms at 10, 12 ms at 80
@@ -45,6 +48,12 @@ _WRITERS = 4               # commits made at once by :meth:`DeltaRsStore.concurr
 #: every view, is written a view after the other, so Spark reading one view (``_view = id``) reads
 #: its row groups rather than the whole table.
 _WRITER_PROPERTIES = WriterProperties(max_row_group_size=65_536)
+_ROW_GROUP = 65_536
+#: A table of at least this many rows takes :meth:`DeltaRsStore.merge_counts` by deletion vectors
+#: (:mod:`.vector_merge`), a smaller one by delta-rs's copy-on-write MERGE.
+VECTOR_MERGE_ROWS = 100_000
+#: A table merged by deletion vectors gains a file per commit; past this many it is compacted.
+_VECTOR_FILES = 32
 
 
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
@@ -163,6 +172,8 @@ class DeltaRsStore:
         # Per table, a version and the last transaction of each app asked about at it, carried
         # through this store's own commits: asking delta-rs costs a millisecond, dozens of times a batch.
         self._txns: dict[str, tuple[int, dict[str, int | None]]] = {}
+        # The tables merged by deletion vectors: their live rows' keys and places, at a version.
+        self._placed: dict[str, Placed] = {}
 
     @property
     def spark(self):
@@ -401,6 +412,10 @@ class DeltaRsStore:
         if source.num_rows == 0 and txn is None:
             return False
         self._known.pop(name, None)
+        placed = self._placed.get(name)
+        if (placed is not None and placed.version == dt.version()) or self.row_count(name) >= VECTOR_MERGE_ROWS:
+            self._merge_by_vectors(name, dt, source, keys, count, txn)
+            return True
         # null-safe: an unbound value (a projected timestamp() outside every window) is a key too
         on = " AND ".join(f"(t.{quote(k)} IS NOT DISTINCT FROM s.{quote(k)})" for k in keys) or "true"
         c = quote(count)
@@ -416,6 +431,95 @@ class DeltaRsStore:
            .execute())
         self._committed(name, dt)
         return True
+
+    def _merge_by_vectors(self, name: str, dt: DeltaTable, source: pa.Table, keys: Sequence[str],
+                          count: str, txn: Txn | None) -> None:
+        """:meth:`merge_counts` by deletion vectors (:mod:`.vector_merge`): one commit marks the
+        touched rows deleted in their files and adds their new counts, and the new keys, as a
+        new file. The first such commit on a table also turns its deletion vectors feature on."""
+        before = dt.version()
+        placed = self._placed.pop(name, None)
+        if placed is None or placed.version != before:
+            placed = self._place(name, dt, keys, count)
+        change = source.group_by(list(keys), use_threads=False).aggregate([(count, "sum")])
+        change = change.rename_columns([*keys, count]).select(source.column_names).cast(source.schema)
+        touched, written = placed.change(change, keys, count)
+        deleted = placed.deleted(touched)
+        table = self.path(name)
+        actions, path = [], None
+        if written.num_rows:
+            path = f"part-{uuid.uuid4()}-c000.snappy.parquet"
+            pq.write_table(written, os.path.join(table, path), row_group_size=_ROW_GROUP)
+            actions.append({"add": self._add_action(name, path)})
+        vectors = write_vectors(table, {placed.files[f]: np.flatnonzero(mask) for f, mask in deleted.items()}) \
+            if deleted else {}
+        now = int(time.time() * 1000)
+        for f in deleted:
+            file = placed.files[f]
+            removed = {"path": file, "deletionTimestamp": now, "dataChange": True, "extendedFileMetadata": True,
+                       "partitionValues": {}, "size": os.path.getsize(os.path.join(table, file))}
+            if f in placed.vectors:
+                removed["deletionVector"] = placed.vectors[f]
+            actions += [{"remove": removed}, {"add": {**self._add_action(name, file), "deletionVector": vectors[file]}}]
+        metrics = {"num_target_rows_deleted": len(touched), "num_target_rows_inserted": written.num_rows}
+        if FEATURE not in (dt.protocol().reader_features or ()):
+            actions.insert(0, {"protocol": with_vectors(dt.protocol())})
+        version = self._commit_actions(name, dt, actions, txn, "MERGE", metrics)
+        self._noted(name, before, version, txn)
+        placed.commit(version, touched, deleted, {f: vectors[placed.files[f]] for f in deleted}, path, written,
+                      keys, count)
+        self._placed[name] = placed
+        if len(self._placed[name].files) > _VECTOR_FILES:
+            self._placed.pop(name)          # compacted: every row moves, read again at the next merge
+            dt.optimize.compact(writer_properties=_WRITER_PROPERTIES)
+        self._committed(name, dt)
+
+    def _place(self, name: str, dt: DeltaTable, keys: Sequence[str], count: str) -> Placed:
+        """Table ``name``'s live rows at ``dt``'s version, with where each lies."""
+        table = self.path(name)
+        files = [os.path.relpath(path, table) for path in _files(dt)]
+        kept = {os.path.relpath(path, table): mask for path, mask in kept_rows(dt).items()}
+        vectors = current_vectors(table, dt.version()) if kept else {}
+        strings = [k for k in keys if pa.types.is_string(self.schema(name).field(k).type)]
+
+        def read(file: str) -> pa.Table:    # ParquetFile: pq.read_table imports pandas
+            return pq.ParquetFile(os.path.join(table, file), read_dictionary=strings).read(columns=[*keys, count])
+        return Placed.read(dt.version(), files, read, kept, vectors, keys, count, self.schema(name))
+
+    def _add_action(self, name: str, path: str) -> dict:
+        """The add action of data file ``path`` of table ``name`` (statistics from its footer)."""
+        full = os.path.join(self.path(name), path)
+        info = os.stat(full)
+        return {"path": path, "partitionValues": {}, "size": info.st_size, "modificationTime": int(info.st_mtime * 1000),
+                "dataChange": True, "stats": json.dumps(_stats(pq.read_metadata(full)))}
+
+    def _commit_actions(self, name: str, dt: DeltaTable, actions: list[dict], txn: Txn | None,
+                        operation: str, metrics: dict) -> int:
+        """Commit ``actions`` to table ``name`` as the version after ``dt``'s, the way delta-rs
+        commits to a local file system: the commit written aside, then linked to its name, which
+        fails if another writer took the version. Every ``delta.checkpointInterval`` versions, a
+        checkpoint, as delta-rs's own commits make."""
+        version = dt.version() + 1
+        now = int(time.time() * 1000)
+        entries = [{"commitInfo": {"timestamp": now, "operation": operation, "operationParameters": {},
+                                   "operationMetrics": metrics, "clientVersion": "lakegraph"}}]
+        if txn is not None:
+            entries.append({"txn": {"appId": txn.app_id, "version": txn.version, "lastUpdated": now}})
+        log = os.path.join(self.path(name), "_delta_log")
+        aside = os.path.join(log, f"_commit_{uuid.uuid4()}.json.tmp")
+        with open(aside, "w") as out:
+            out.write("".join(json.dumps(entry) + "\n" for entry in entries + actions))
+        try:
+            os.link(aside, os.path.join(log, f"{version:020d}.json"))
+        except FileExistsError:
+            raise StorageError(f"table {name!r}: another writer committed version {version} first") from None
+        finally:
+            os.remove(aside)
+        dt.update_incremental()
+        every = int(dt.metadata().configuration.get("delta.checkpointInterval", _DEFAULT_CHECKPOINT_EVERY))
+        if version % every == 0:
+            dt.create_checkpoint()
+        return version
 
     def delete(self, name: str, predicate: str | None = None, txn: Txn | None = None) -> bool:
         dt = self._table(name)

@@ -9,9 +9,9 @@ writes, so a lake can switch backends between two batches.
 
 Interoperability: tables are created at protocol (reader 1, writer 4), the legacy protocol with the
 change data feed and nothing else, which delta-rs, Spark, Trino and DuckDB all read and write.
-delta-spark would otherwise pick writer 7 with table features; and deletion vectors (reader 3) stay
-off, which delta-rs's pyarrow dataset refuses (the delta-rs backend's own reads apply them:
-:mod:`.deletion_vectors`).
+delta-spark would otherwise pick writer 7 with table features. Its MERGE stays copy-on-write
+(``delta.enableDeletionVectors`` is not set); a table the delta-rs backend MERGEs by deletion
+vectors (:mod:`.vector_merge`) is one it reads and writes on.
 """
 from __future__ import annotations
 
