@@ -36,7 +36,7 @@ from .held import row_keys
 #: Tables of more rows are MERGEd instead (by the store: by deletion vectors on delta-rs):
 #: rewriting the 4-cycle's gold at 10M triples (2.2M rows) whole at every batch took 1.6-2.4 s
 #: where even its copy-on-write MERGE took about 1 s.
-REWRITE_MAX_ROWS = 500_000
+REWRITE_MAX_ROWS = 100_000
 
 
 @dataclass(frozen=True)
