@@ -47,8 +47,8 @@ _WRITERS = 4               # commits made at once by :meth:`DeltaRsStore.concurr
 #: skips the row groups whose statistics rule its value out, and the views table, one table for
 #: every view, is written a view after the other, so Spark reading one view (``_view = id``) reads
 #: its row groups rather than the whole table.
-_WRITER_PROPERTIES = WriterProperties(max_row_group_size=65_536)
 _ROW_GROUP = 65_536
+_WRITER_PROPERTIES = WriterProperties(max_row_group_size=_ROW_GROUP)
 #: A table of at least this many rows takes :meth:`DeltaRsStore.merge_counts` by deletion vectors
 #: (:mod:`.vector_merge`), a smaller one by delta-rs's copy-on-write MERGE.
 VECTOR_MERGE_ROWS = 100_000
@@ -468,10 +468,10 @@ class DeltaRsStore:
         self._noted(name, before, version, txn)
         placed.commit(version, touched, deleted, {f: vectors[placed.files[f]] for f in deleted}, path, written,
                       keys, count)
-        self._placed[name] = placed
-        if len(self._placed[name].files) > _VECTOR_FILES:
-            self._placed.pop(name)          # compacted: every row moves, read again at the next merge
+        if len(placed.files) > _VECTOR_FILES:   # compacted: every row moves, read again at the next merge
             dt.optimize.compact(writer_properties=_WRITER_PROPERTIES)
+        else:
+            self._placed[name] = placed
         self._committed(name, dt)
 
     def _place(self, name: str, dt: DeltaTable, keys: Sequence[str], count: str) -> Placed:
@@ -546,9 +546,9 @@ class DeltaRsStore:
         if not kept:
             return frame
         # the rows a deletion vector marks: left out by their file and position in it
-        from .spark_arrow import frame_of
-
         from pyspark.sql import functions as F
+
+        from .spark_arrow import frame_of
 
         gone = frame_of(self.spark, deleted_positions(kept))
         at = [F.col("_metadata.file_name") == gone["file_name"], F.col("_metadata.row_index") == gone["row_index"]]

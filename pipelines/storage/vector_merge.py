@@ -128,7 +128,8 @@ class Placed:
             if mask is not None:
                 gone[i], by_file[i] = ~mask, vectors[path]
         join = np.concatenate
-        content = pa.concat_tables(parts) if parts else pa.Table.from_batches([], pa.schema([schema.field(k) for k in keys]))
+        content = pa.concat_tables(parts) if parts else \
+            pa.Table.from_batches([], pa.schema([schema.field(k) for k in keys]))
         columns = {k: _Column(content[k]) for k in keys}
         return cls(version, list(files), [len(r) for r in row], columns,
                    join(counts) if counts else np.zeros(0, np.int64), join(file) if file else np.zeros(0, np.int32),
