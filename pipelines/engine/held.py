@@ -32,6 +32,7 @@ from views.plan import QueryPlan, ViewDef
 from .. import catalog
 from ..lake import VIEWS
 from ..storage import TableStore, Txn
+from ..storage.vector_merge import row_keys as keys_of
 from . import views_table
 from .arrow import consolidate, data_columns
 from .merge_on_read import folds
@@ -49,12 +50,9 @@ def held_tables(plans: Iterable[QueryPlan]) -> set[str]:
 
 
 def row_keys(rows: pa.Table) -> pa.Array:
-    """One string per row of data columns (terms never hold a newline: N-Triples escapes it)."""
-    columns = [rows[c] for c in data_columns(rows)]
-    if not columns:
-        return pa.repeat(pa.scalar("", pa.string()), rows.num_rows)
-    keys = columns[0] if len(columns) == 1 else pc.binary_join_element_wise(*columns, "\n")
-    return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+    """One string per row of data columns (:func:`pipelines.storage.vector_merge.row_keys`: terms
+    never hold a newline, N-Triples escapes it)."""
+    return keys_of(rows, data_columns(rows))
 
 
 class IndexedSet:
