@@ -22,7 +22,8 @@ from decimal import Decimal
 import pytest
 
 from pipelines import answers as A
-from pipelines.storage import open_store
+from pipelines.engine import held_bags
+from pipelines.storage import delta_rs, open_store
 from views.numbers import number
 from views.plan import compile_query
 from views.sparql import parse_query
@@ -72,7 +73,8 @@ ORACLE_TEXT = {"renamed": "SELECT (?x AS ?who) (COUNT(?y) + 0.5 AS ?n) WHERE { ?
 LATE = {"distinct", "counts_only", "doubled"}         # registered after data exists: backfill
 # the Spark engine runs a representative few
 SPARK_QUERIES = ("scores", "having", "rare", "distinct", "ratio", "distinct_counts", "linear")
-CASES = [("arrow", name) for name in sorted(QUERIES)] + [("spark", name) for name in SPARK_QUERIES]
+CASES = [("arrow", name) for name in sorted(QUERIES)] + [("spark", name) for name in SPARK_QUERIES] \
+    + [("arrow_vectors", name) for name in sorted(QUERIES)]
 CONCATENATED = {"names": ("all", ", "), "rare": ("all", "/")}
 SAMPLED = {"names": ("one", "n", "name"), "rare": ("one", "v", "rare"), "by_lang": ("one", "l", "name")}
 
@@ -123,6 +125,20 @@ def arrow_replay(tmp_path_factory, spark):
 @pytest.fixture(scope="module")
 def spark_replay(tmp_path_factory, spark):
     return _replay("spark", SPARK_QUERIES, tmp_path_factory.mktemp("aggregates"), spark)
+
+
+@pytest.fixture(scope="module")
+def arrow_vectors_replay(tmp_path_factory, spark):
+    """The Arrow engine with every bag and gold table MERGEd by deletion vectors, as a table past
+    ``REWRITE_MAX_ROWS`` is: a batch reads its touched groups' rows by key from what the store
+    holds of each bag, not from the bag's files."""
+    root = tmp_path_factory.mktemp("aggregates")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(held_bags, "REWRITE_MAX_ROWS", -1)
+        patch.setattr(delta_rs, "VECTOR_MERGE_ROWS", 0)
+        replayed = _replay("arrow", tuple(QUERIES), root, spark)
+    assert list(root.glob("lake/pe_*_bag/deletion_vector_*.bin"))      # the path was taken
+    return replayed
 
 
 @pytest.fixture

@@ -267,8 +267,9 @@ def test_merges_of_counts_by_deletion_vectors_sum_at_every_version_for_every_rea
     """Random signed changes, unbound values among the keys, MERGEd as a gold table takes a batch's
     change at any size: on delta-rs past ``VECTOR_MERGE_ROWS`` (0 here) by deletion vectors, on
     delta-spark by its MERGE. Every version reads as the running sum (zero counts gone) through
-    pyarrow, Spark and the row count, from this store and from a fresh one, and the files a
-    delta-rs table gathers stay bounded (compacted past ``_VECTOR_FILES``, 4 here)."""
+    pyarrow, Spark and the row count, from this store and from a fresh one, as do the rows of some
+    key values where the store holds them (``find_held``), and the files a delta-rs table gathers
+    stay bounded (compacted past ``_VECTOR_FILES``, 4 here)."""
     from deltalake import DeltaTable
 
     from pipelines.storage import delta_rs
@@ -282,7 +283,7 @@ def test_merges_of_counts_by_deletion_vectors_sum_at_every_version_for_every_rea
     values = [None, "<x>", "<y>", '"z"', "<w>"]
     truth: dict = {}
     expected = {}
-    vectors = compactions = 0
+    vectors = compactions = found = 0
     steps = 24 if store.backend == "delta-rs" else 6          # a delta-spark MERGE costs seconds
     for step in range(steps):
         change: dict = {}
@@ -298,13 +299,20 @@ def test_merges_of_counts_by_deletion_vectors_sum_at_every_version_for_every_rea
             if truth[key] == 0:
                 del truth[key]
         expected[store.version("g")] = dict(truth)
+        for i, column in enumerate(("a", "b")):      # the rows of some key values, as the store holds them
+            wanted = rng.sample(values, 2)
+            held = store.find_held("g", column, pa.array(wanted, pa.string()), store.version("g"))
+            if held is not None:
+                found += 1
+                assert {(r["a"], r["b"]): r["_mult"] for r in held.to_pylist()} == \
+                    {key: m for key, m in truth.items() if key[i] in wanted}
         if store.backend == "delta-rs":
             table = DeltaTable(store.path("g"))
             vectors += pa.RecordBatchReader.from_stream(table.deletion_vectors()).read_all().num_rows
             compactions += table.history(1)[0]["operation"] == "OPTIMIZE"
             assert len(table.file_uris()) <= 5
     if store.backend == "delta-rs":
-        assert vectors and compactions >= 3
+        assert vectors and compactions >= 3 and found
     fresh = open_store(store.root, spark, backend=store.backend)
     for reader in (store, fresh):
         for version, counts in expected.items():

@@ -77,13 +77,14 @@ class AggregateOperator:
         out = {} if bag_delta is None else {bag_table(plan.name): bag_delta}
         if self.aggregation.running:
             return {**out, SUMS: z.read(sums_table(plan.name))}
-        bag = z.read(bag_table(plan.name))
         if group_by and self.aggregation.touched_by:
-            out[OLD_ROWS] = z.semijoin(bag, bag_delta, self.aggregation.touched_by)
-        elif group_by:
-            out[OLD_ROWS] = bag
-        else:
-            out[OLD_ROWS] = bag
+            # only the touched groups' rows are read, by key where the store holds the bag keyed
+            touched = self.aggregation.touched_by
+            bag = z.lookup(bag_table(plan.name), bag_delta, [(c, c) for c in touched])
+            out[OLD_ROWS] = z.semijoin(bag, bag_delta, touched)
+            return out
+        out[OLD_ROWS] = z.read(bag_table(plan.name))
+        if not group_by:
             out[ANSWERED] = z.consolidate(z.read(gold_table(plan.name)), ())
         return out
 

@@ -168,7 +168,8 @@ class QueryMaintainer:
             out[GOLD] = projected
             return out
         out[bag_table(plan.name)] = projected
-        out[GOLD] = z.support_delta(projected, z.read(bag_table(plan.name)), plan.projection)
+        before = z.lookup(bag_table(plan.name), projected, [(c, c) for c in plan.projection])
+        out[GOLD] = z.support_delta(projected, before, plan.projection)
         return out
 
     def delta(self, results: Mapping[str, pa.Table]) -> QueryDelta:

@@ -192,7 +192,11 @@ class Runner:
         indexed, filtered = self.held.finder(versions), finder(arrow)
 
         def find(table: str, column: str, values: pa.Array) -> pa.Table:
-            return (indexed if table in held else filtered)(table, column, values)
+            if table in held:
+                return indexed(table, column, values)
+            version = versions.get(table)
+            rows = None if version is None else self.store.find_held(table, column, values, version)
+            return filtered(table, column, values) if rows is None else rows
 
         # one frame per table for the batch (its version is fixed): the Spark engine's delta rules
         # read a view once per rule that joins it, and building each read anew cost a third of

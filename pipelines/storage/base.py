@@ -110,6 +110,11 @@ class TableStore(Protocol):
                    columns: Sequence[str] | None = None) -> pa.Table:
         """The table at ``version`` as Arrow, without Spark (small tables, CLI, tests)."""
 
+    def find_held(self, name: str, column: str, values: pa.Array, version: int) -> pa.Table | None:
+        """The rows of table ``name`` at ``version`` whose ``column`` holds one of ``values``, when
+        the store holds that version's rows in memory, keyed by that column (else None: the caller
+        reads the table): a delta rule's read of a large consolidated table then follows the change."""
+
     def row_count(self, name: str, version: int | None = None) -> int:
         """The number of rows at ``version`` (latest when None), from the Delta log's file
         statistics rather than the data where the backend can: ``lakegraph status`` counts every
