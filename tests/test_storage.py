@@ -334,3 +334,26 @@ def test_merges_of_counts_by_deletion_vectors_sum_at_every_version_for_every_rea
     truth = {key: m for key, m in truth.items() if m}
     for reader in (store, fresh, open_store(store.root, spark, backend=store.backend)):
         assert {(r["a"], r["b"]): r["_mult"] for r in reader.read_arrow("g").to_pylist()} == truth
+
+
+def test_whole_keys_numbered_for_a_merge_are_equal_exactly_when_the_keys_are():
+    """A merge by deletion vectors compares each candidate row's whole key with the change's as
+    one number (from each column's value positions among the change's values). With many distinct
+    values per column the numbers are renumbered before they could overflow; a candidate holding a
+    value the change does not hold matches nothing."""
+    import numpy as np
+
+    from pipelines.storage.vector_merge import _numbered
+
+    rng = np.random.default_rng(0)
+    sizes = [2 ** 31] * 4           # numbered without renumbering, the first column would vanish
+    wanted = [rng.integers(0, size, 50) for size in sizes]
+    found = [column[rng.integers(0, 50, 300)] for column in wanted]
+    found[0][:30] = -1                                          # a value the change does not hold
+    found[0][30:90] = (found[0][30:90] + 1) % sizes[0]          # another key, every value held
+    candidates, changed = _numbered(found, wanted, sizes, 300, 50)
+    rows = {tuple(int(c[i]) for c in wanted): i for i in range(50)}
+    for j, number in enumerate(candidates):
+        key = tuple(int(c[j]) for c in found)
+        matches = [i for i in range(50) if changed[i] == number]
+        assert matches == ([rows[key]] if key in rows else [])

@@ -84,14 +84,19 @@ class _Column:
         # rows came after them: the rows in code order, and their codes
         self._order = self._sorted = np.zeros(0, np.int64)
 
+    def positions(self, values: pa.Array) -> np.ndarray:
+        """For each dictionary entry, the position in ``values`` (distinct) of its value, -1 for
+        none (nulls match nulls)."""
+        return np.concatenate([pc.index_in(d, value_set=values).fill_null(-1).to_numpy(zero_copy_only=False)
+                               for d in self.dictionary])
+
     def hits(self, values: pa.Array) -> np.ndarray:
         """The dictionary positions holding one of ``values`` (nulls match nulls), ascending."""
-        return np.flatnonzero(np.concatenate([pc.is_in(d, value_set=values).to_numpy(zero_copy_only=False)
-                                              for d in self.dictionary]))
+        return np.flatnonzero(self.positions(values) >= 0)
 
-    def holding(self, hits: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """Whether each of ``rows`` holds a value of dictionary positions ``hits``."""
-        return np.isin(self.codes[rows], hits)
+    def values_at(self, rows: np.ndarray, values: pa.Array) -> np.ndarray:
+        """For each of ``rows``, the position in ``values`` (distinct) of its value, -1 for none."""
+        return pc.index_in(self.take(rows), value_set=values).fill_null(-1).to_numpy(zero_copy_only=False)
 
     def rows_of(self, hits: np.ndarray, used: int) -> np.ndarray:
         """The rows, of the first ``used``, holding a value of dictionary positions ``hits``:
@@ -128,6 +133,28 @@ class _Column:
         self.codes = _grown(self.codes, used, np.arange(self.size, self.size + len(values)))
         self.frequency = _grown(self.frequency, self.size, np.ones(len(values), np.int64))
         self.size += len(values)
+
+
+def _numbered(found: list[np.ndarray], wanted: list[np.ndarray], sizes: list[int],
+              candidates: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """One number per candidate (of ``candidates``) and per delta row (of ``rows``) for their whole
+    key (all 0 without key columns), from each key column's value positions (``found`` for the
+    candidates, -1 for a value the delta does not hold; ``wanted`` for the delta's rows, ``sizes``
+    the distinct values per column): equal exactly when the keys are; a candidate holding a value
+    the delta does not gets -1, which no row's is. The numbers are renumbered densely whenever they
+    could pass 2^62."""
+    valid = np.ones(candidates, bool)
+    for positions in found:
+        valid &= positions >= 0
+    key = np.zeros(candidates + rows, np.int64)
+    bound = 1
+    for positions, more, size in zip(found, wanted, sizes):
+        if bound * max(size, 1) >= 2 ** 62:
+            _, key = np.unique(key, return_inverse=True)
+            bound = int(key.max()) + 1 if len(key) else 1
+        key = key * max(size, 1) + np.concatenate([np.maximum(positions, 0), more])
+        bound *= max(size, 1)
+    return np.where(valid, key[:candidates], -1), key[candidates:]
 
 
 class Placed:
@@ -185,29 +212,37 @@ class Placed:
         # candidates: the live rows whose key columns hold values of the delta's. Each column's
         # dictionary is probed, the smallest first, while that costs less than checking the rows
         # the best probe so far leads to; the rows of the best one are found through its index,
-        # and those of the others' values kept. Then the candidates whose whole key is the delta's.
-        probed: list[tuple[int, str, np.ndarray]] = []
+        # and those of the others' values kept. Then the candidates whose whole key is the delta's,
+        # compared as numbers: each key value's position among the delta's values of its column.
+        distinct = {k: pc.unique(delta[k].combine_chunks()) for k in keys}
+        probed: dict[str, np.ndarray] = {}     # per probed column: each dictionary entry's position
+        best: tuple[int, np.ndarray, _Column] | None = None
         for k in sorted(keys, key=lambda k: self.columns[k].size):
             column = self.columns[k]
-            if probed and column.size > _PROBE_RATIO * probed[0][0]:
+            if best is not None and column.size > _PROBE_RATIO * best[0]:
                 break
-            hits = column.hits(delta[k].combine_chunks())
-            probed.append((int(column.frequency[hits].sum()), k, hits))
-            probed.sort(key=lambda p: p[0])
-        if probed:
-            _, first, hits = probed[0]
-            candidates = self.columns[first].rows_of(hits, self.used)
+            probed[k] = column.positions(distinct[k])
+            hits = np.flatnonzero(probed[k] >= 0)
+            rows = int(column.frequency[hits].sum())
+            if best is None or rows < best[0]:
+                best = rows, hits, column
+        if best is not None:
+            candidates = best[2].rows_of(best[1], self.used)
             candidates = np.sort(candidates[self.live[candidates]])
-            for _, k, hits in probed[1:]:
-                candidates = candidates[self.columns[k].holding(hits, candidates)]
+            for k, positions in probed.items():
+                candidates = candidates[positions[self.columns[k].codes[candidates]] >= 0]
         else:
             candidates = np.flatnonzero(self.live[:self.used])
-        delta_keys = row_keys(delta, keys)
-        candidate_keys = row_keys(pa.table({k: self.columns[k].take(candidates) for k in keys}), keys) \
-            if keys else pa.repeat(pa.scalar("", pa.string()), len(candidates))
-        exact = pc.is_in(candidate_keys, value_set=delta_keys).to_numpy(zero_copy_only=False)
+        found = [probed[k][self.columns[k].codes[candidates]] if k in probed
+                 else self.columns[k].values_at(candidates, distinct[k]) for k in keys]
+        wanted = [pc.index_in(delta[k], value_set=distinct[k]).to_numpy(zero_copy_only=False) for k in keys]
+        candidate_keys, delta_keys = _numbered(found, wanted, [len(distinct[k]) for k in keys],
+                                                len(candidates), delta.num_rows)
+        order = np.argsort(delta_keys)
+        slot = np.minimum(np.searchsorted(delta_keys[order], candidate_keys), max(len(order) - 1, 0))
+        exact = (delta_keys[order][slot] == candidate_keys) if len(order) else np.zeros(len(candidates), bool)
         touched = candidates[exact]
-        at = pc.index_in(candidate_keys.filter(pa.array(exact)), value_set=delta_keys).to_numpy(zero_copy_only=False)
+        at = order[slot[exact]]
         i = delta.schema.get_field_index(count)
         moved = delta.take(at).set_column(i, delta.schema.field(i),
                                           pa.array(self.counts[touched] + delta[count].to_numpy()[at]))
