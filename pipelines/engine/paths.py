@@ -154,8 +154,9 @@ class PathOperator:
                 inserted += tuples(triples(predicate, plus, path.stamped))
                 deleted += tuples(triples(predicate, minus, path.stamped))
         find = find or finder(read)
-        views = [(indexes or EdgeIndexes(read, find)).get(p, v, path.stamped) for p, v in path.edges]
-        roots, members = self._roots(deltas, find, inserted + deleted)
+        indexes = indexes or EdgeIndexes(read, find)
+        views = [indexes.get(p, v, path.stamped) for p, v in path.edges]
+        roots, members = self._roots(deltas, find, indexes, inserted + deleted)
         rows = self._reached(find, roots)
         trees = _trees(rows)
         stored = self._stored(read, find, roots) if path.simple and not initial else {}
@@ -251,7 +252,7 @@ class PathOperator:
         return out
 
     # -- roots and their trees -------------------------------------------------------------------
-    def _roots(self, deltas: Mapping[str, pa.Table], find: Find,
+    def _roots(self, deltas: Mapping[str, pa.Table], find: Find, indexes: EdgeIndexes,
                changed: list[Triple]) -> tuple[set[str], dict[str, tuple[bool, bool]]]:
         """The roots whose trees or pairs the step can change, and the membership (before, after)
         of those whose own membership may change: of the seed view's column for seeded roots (a
@@ -283,9 +284,9 @@ class PathOperator:
             roots |= set(hit["root"].to_pylist())
         if path.seed is not None:
             view, column = path.seed
-            members = _members(find, view, deltas.get(view), (column,), new)
+            members = indexes.members(view, deltas.get(view), (column,), new)
             return roots | {x for x, (was, now) in members.items() if was or now}, members
-        members = _members(find, path.nodes, deltas.get(path.nodes), ("v0", "v2"), set()) if path.nodes else {}
+        members = indexes.members(path.nodes, deltas.get(path.nodes), ("v0", "v2"), set()) if path.nodes else {}
         return roots | new | {x for x, (was, now) in members.items() if was != now}, members
 
     def _reached(self, find: Find, roots: set[str]) -> pa.Table:
@@ -413,29 +414,6 @@ def _witnessed_by(rows: pa.Table, deleted: list[Triple]) -> pa.ChunkedArray:
     joins (either way round): the nodes whose witness edge may have gone."""
     pairs = sorted({key for s, _, o, _ in deleted for key in (f"{s}\n{o}", f"{o}\n{s}")})
     return pc.is_in(pc.binary_join_element_wise(rows["parent"], rows["node"], "\n"), pa.array(pairs, pa.string()))
-
-
-def _members(find: Find, view: str, change: pa.Table | None, columns: tuple[str, ...],
-             candidates: set[str]) -> dict[str, tuple[bool, bool]]:
-    """Whether each of ``candidates`` and each value ``change`` touches appears in ``columns`` of
-    ``view`` before and after ``change``: occurrences counted, the change's multiplicities added
-    (in Arrow: a batch touches thousands of nodes, each with its occurrences; the view's rows are
-    looked up by those values, not scanned: the view of every triple is the whole graph)."""
-    changes = [] if change is None else [(change[c], change[MULT]) for c in columns]
-    touched = pc.unique(pa.chunked_array([pa.array(sorted(candidates), pa.string())]
-                                         + [chunk for values, _ in changes for chunk in values.chunks], pa.string()))
-    if not len(touched):
-        return {}
-    found = [find(view, c, touched)[c] for c in columns]
-    parts = [pa.table({"x": values, "b": pa.repeat(1, len(values)), "d": pa.repeat(0, len(values))})
-             for values in found]
-    parts += [pa.table({"x": values, "b": pa.repeat(0, len(values)), "d": pc.cast(mults, pa.int64())})
-              for values, mults in changes]
-    counted = pa.concat_tables([t.cast(pa.schema([("x", pa.string()), ("b", pa.int64()), ("d", pa.int64())]))
-                                for t in parts]).group_by("x").aggregate([("b", "sum"), ("d", "sum")])
-    counts = dict(zip(counted["x"].to_pylist(), zip(counted["b_sum"].to_pylist(), counted["d_sum"].to_pylist())))
-    return {x: (counts[x][0] > 0, sum(counts[x]) > 0) if x in counts else (False, False)
-            for x in touched.to_pylist()}
 
 
 def _reach_changes(root: str, before: Tree, after: Tree, changed: set[ProductNode]) -> list[tuple]:
