@@ -357,3 +357,30 @@ def test_whole_keys_numbered_for_a_merge_are_equal_exactly_when_the_keys_are():
         key = tuple(int(c[j]) for c in found)
         matches = [i for i in range(50) if changed[i] == number]
         assert matches == ([rows[key]] if key in rows else [])
+
+
+def test_a_merged_tables_key_column_finds_and_takes_its_rows_as_values_are_appended():
+    """A key column as a deletion-vector merge holds it (``vector_merge._Column``): the row groups'
+    dictionaries as read (unbound values among them), then a chunk per commit's written values,
+    folded past ``_CHUNKS``. Whatever its chunks, it gives each row's value back, and the rows
+    holding some values through its index of rows by code (rebuilt as rows come after it) match a
+    scan of the values."""
+    import numpy as np
+
+    from pipelines.storage.vector_merge import _CHUNKS, _Column
+
+    rng = random.Random(7)
+    pool = [None, "<a>", "<b>", '"c"', "<d>", "<e>"]
+    groups = [[rng.choice(pool) for _ in range(rng.randrange(1, 9))] for _ in range(3)]
+    column = _Column(pa.chunked_array([pa.array(g, pa.string()).dictionary_encode() for g in groups]))
+    values = [v for g in groups for v in g]
+    for commit in range(2 * _CHUNKS + 3):
+        wanted = rng.sample(pool, 2)
+        rows = column.rows_of(column.hits(pa.array(wanted, pa.string())), len(values))
+        assert sorted(rows.tolist()) == [i for i, v in enumerate(values) if v in wanted]
+        shuffled = rng.sample(range(len(values)), len(values))
+        assert column.take(np.array(shuffled, np.int64)).to_pylist() == [values[i] for i in shuffled]
+        written = [rng.choice(pool) for _ in range(rng.randrange(1, 4))]
+        column.append(pa.array(written, pa.string()), len(values))
+        values += written
+        assert len(column.dictionary) <= _CHUNKS + 1
