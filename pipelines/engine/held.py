@@ -32,7 +32,6 @@ from views.plan import QueryPlan, ViewDef
 from .. import catalog
 from ..lake import VIEWS
 from ..storage import TableStore, Txn
-from ..storage.vector_merge import row_keys as keys_of
 from . import views_table
 from .arrow import consolidate, data_columns
 from .merge_on_read import folds
@@ -50,9 +49,18 @@ def held_tables(plans: Iterable[QueryPlan]) -> set[str]:
 
 
 def row_keys(rows: pa.Table) -> pa.Array:
-    """One string per row of data columns (:func:`pipelines.storage.vector_merge.row_keys`: terms
-    never hold a newline, N-Triples escapes it)."""
-    return keys_of(rows, data_columns(rows))
+    """One string per row naming its values in the data columns, unbound values included (a null
+    is the empty string, which no term and no number is; terms never hold a newline, N-Triples
+    escapes it): two rows share a key exactly when a null-safe equality of those columns holds."""
+    columns = data_columns(rows)
+    if not columns:
+        return pa.repeat(pa.scalar("", pa.string()), rows.num_rows)
+    parts = [pc.cast(rows[c], pa.string()) for c in columns]
+    if len(parts) == 1:
+        keys = pc.fill_null(parts[0], "")
+    else:
+        keys = pc.binary_join_element_wise(*parts, "\n", null_handling="replace", null_replacement="")
+    return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
 
 
 class IndexedSet:

@@ -443,7 +443,7 @@ class DeltaRsStore:
             placed = self._place(name, dt, keys, count)
         change = source.group_by(list(keys), use_threads=False).aggregate([(count, "sum")])
         change = change.rename_columns([*keys, count]).select(source.column_names).cast(source.schema)
-        touched, written = placed.change(change, keys, count)
+        touched, written = placed.change(change)
         deleted = placed.deleted(touched)
         table = self.path(name)
         actions, path = [], None
@@ -466,8 +466,7 @@ class DeltaRsStore:
             actions.insert(0, {"protocol": with_vectors(dt.protocol())})
         version = self._commit_actions(name, dt, actions, txn, "MERGE", metrics)
         self._noted(name, before, version, txn)
-        placed.commit(version, touched, deleted, {f: vectors[placed.files[f]] for f in deleted}, path, written,
-                      keys, count)
+        placed.commit(version, touched, deleted, {f: vectors[placed.files[f]] for f in deleted}, path, written)
         if len(placed.files) > _VECTOR_FILES:   # compacted: every row moves, read again at the next merge
             dt.optimize.compact(writer_properties=_WRITER_PROPERTIES)
         else:
@@ -567,15 +566,11 @@ class DeltaRsStore:
         dt = None if known is not None and known[0] == version else self._table(name, version)
         at = version if dt is None else dt.version()        # a pinned version opens no table
         if known is not None and known[0] == at:
-            with self._counting:
-                self.reads.memory_rows += known[1].num_rows
-            return known[1].select(schema.names)
+            return self._from_memory(known[1].select(schema.names))
         placed = self._placed.get(name)
         held = placed.content(schema) if placed is not None and placed.version == at else None
         if held is not None:            # a table MERGEd by deletion vectors: its rows are held
-            with self._counting:
-                self.reads.memory_rows += held.num_rows
-            return held
+            return self._from_memory(held)
         wanted = set(schema.names)
 
         def read(path: str) -> tuple[pa.Table, int]:
@@ -605,9 +600,12 @@ class DeltaRsStore:
         if placed is None or placed.version != version or column not in placed.columns:
             return None
         rows = placed.find(column, values, self.schema(name))
-        if rows is not None:
-            with self._counting:
-                self.reads.memory_rows += rows.num_rows
+        return None if rows is None else self._from_memory(rows)
+
+    def _from_memory(self, rows: pa.Table) -> pa.Table:
+        """``rows``, read from what this store holds rather than from files: counted as such."""
+        with self._counting:
+            self.reads.memory_rows += rows.num_rows
         return rows
 
     def row_count(self, name: str, version: int | None = None) -> int:

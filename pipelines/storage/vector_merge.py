@@ -21,20 +21,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
-def row_keys(rows: pa.Table, columns: Sequence[str]) -> pa.Array:
-    """One string per row naming its values in ``columns``, unbound values included (a null is
-    the empty string, which no term and no number is): two rows share a key exactly when a
-    null-safe equality of those columns holds."""
-    if not columns:
-        return pa.repeat(pa.scalar("", pa.string()), rows.num_rows)
-    parts = [pc.cast(rows[c], pa.string()) for c in columns]
-    if len(parts) == 1:
-        keys = pc.fill_null(parts[0], "")
-    else:
-        keys = pc.binary_join_element_wise(*parts, "\n", null_handling="replace", null_replacement="")
-    return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-
-
 def _grown(array: np.ndarray, used: int, more: np.ndarray) -> np.ndarray:
     """``array`` (its first ``used`` entries in use) with ``more`` after them: in place while it
     has room, else in a copy with room for as much again, so that appending costs what it appends."""
@@ -205,10 +191,11 @@ class Placed:
                    join(row) if row else np.zeros(0, np.int64), join(live) if live else np.zeros(0, bool),
                    gone, by_file)
 
-    def change(self, delta: pa.Table, keys: Sequence[str], count: str) -> tuple[np.ndarray, pa.Table]:
+    def change(self, delta: pa.Table) -> tuple[np.ndarray, pa.Table]:
         """What adding ``delta`` (signed counts, one row per key) does: the live rows it touches
         (their positions here), and the rows to write: the touched keys' new counts and the new
         keys' (zero counts left out)."""
+        keys, count = list(self.columns), self.count
         # candidates: the live rows whose key columns hold values of the delta's. Each column's
         # dictionary is probed, the smallest first, while that costs less than checking the rows
         # the best probe so far leads to; the rows of the best one are found through its index,
@@ -230,7 +217,8 @@ class Placed:
             candidates = best[2].rows_of(best[1], self.used)
             candidates = np.sort(candidates[self.live[candidates]])
             for k, positions in probed.items():
-                candidates = candidates[positions[self.columns[k].codes[candidates]] >= 0]
+                if self.columns[k] is not best[2]:      # the best one's rows hold its values already
+                    candidates = candidates[positions[self.columns[k].codes[candidates]] >= 0]
         else:
             candidates = np.flatnonzero(self.live[:self.used])
         found = [probed[k][self.columns[k].codes[candidates]] if k in probed
@@ -283,8 +271,7 @@ class Placed:
         return out
 
     def commit(self, version: int, touched: np.ndarray, deleted: dict[int, np.ndarray],
-               vectors: dict[int, dict], path: str | None, written: pa.Table, keys: Sequence[str],
-               count: str) -> None:
+               vectors: dict[int, dict], path: str | None, written: pa.Table) -> None:
         """The change made at ``version``: the touched rows dead, the ``written`` ones live in the
         new file ``path``, the deletion vectors grown."""
         self.version = version
@@ -296,9 +283,9 @@ class Placed:
         n = written.num_rows
         self.files.append(path)
         self.sizes.append(n)
-        for k in keys:
-            self.columns[k].append(written[k].combine_chunks(), self.used)
-        self.counts = _grown(self.counts, self.used, written[count].to_numpy())
+        for k, column in self.columns.items():
+            column.append(written[k].combine_chunks(), self.used)
+        self.counts = _grown(self.counts, self.used, written[self.count].to_numpy())
         self.file = _grown(self.file, self.used, np.full(n, len(self.files) - 1, dtype=np.int32))
         self.row = _grown(self.row, self.used, np.arange(n))
         self.live = _grown(self.live, self.used, np.ones(n, dtype=bool))
