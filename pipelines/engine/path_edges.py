@@ -131,7 +131,10 @@ class EdgeIndexes:
 class Edges:
     """A path's edges after the step, as product-graph adjacency over automaton symbols. ``out[x]``
     is complete for every vertex ``x`` loaded so far (for the automaton's directions: a walk skips
-    the others), in the order the edges were read (view rows, then inserted edges)."""
+    the others), in the order the edges were read (view rows, then inserted edges). ``first[x]``
+    holds only the moves from ``x`` that a step's walk must start with (semi-naively): those of
+    the inserted edges, and those into the vertices of removed nodes once :meth:`enter` found them;
+    every other edge from a tree node already led into the tree before the step."""
 
     views: list[ViewIndex]
     inserted: list[Triple]
@@ -140,6 +143,7 @@ class Edges:
     directions: set[str]                                # the directions the automaton moves in
     out: dict[str, list[Move]] = field(default_factory=lambda: defaultdict(list))
     loaded: set[str] = field(default_factory=set)
+    first: dict[str, list[Move]] = field(default_factory=lambda: defaultdict(list))
     _inserted_at: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
 
     def __post_init__(self) -> None:
@@ -147,12 +151,30 @@ class Edges:
             self._inserted_at[s].append(i)
             if o != s:
                 self._inserted_at[o].append(i)
+        self._add_moves(self.first, self.inserted)
 
-    def _around(self, vertices: set[str], from_s: bool, from_o: bool) -> list[Triple]:
-        """The edges after the step with an end in ``vertices`` (subject, object or either)."""
+    def _add_moves(self, moves: dict[str, list[Move]], edges: list[Triple],
+                   out_of: set[str] | None = None, into: set[str] | None = None) -> None:
+        """Add to ``moves`` the moves of ``edges`` in the automaton's directions (only those out
+        of a vertex of ``out_of``, or into one of ``into``, when given)."""
+        forward, backward = FORWARD in self.directions, BACKWARD in self.directions
+        for s, p, o, t in edges:
+            key = self.symbol(p)
+            if key is None:
+                continue
+            if forward and (out_of is None or s in out_of) and (into is None or o in into):
+                moves[s].append(((key, FORWARD), o, time_of(t)))
+            if backward and (out_of is None or o in out_of) and (into is None or s in into):
+                moves[o].append(((key, BACKWARD), s, time_of(t)))
+
+    def _around(self, vertices: set[str], from_s: bool, from_o: bool, inserted: bool = True) -> list[Triple]:
+        """The edges after the step with an end in ``vertices`` (subject, object or either),
+        without the inserted ones unless ``inserted``."""
         wanted = pa.array(sorted(vertices), pa.string())
         rows = [e for view in self.views for e in view.around(wanted, from_s, from_o)
                 if not self.deleted or e not in self.deleted]
+        if not inserted:
+            return rows
         positions = sorted({i for v in vertices for i in self._inserted_at.get(v, ())})
         return rows + [self.inserted[i] for i in positions
                        if (from_s and self.inserted[i][0] in vertices) or (from_o and self.inserted[i][2] in vertices)]
@@ -164,20 +186,8 @@ class Edges:
         if not new:
             return set()
         self.loaded |= new
-        forward, backward = FORWARD in self.directions, BACKWARD in self.directions
-        reached: set[str] = set()
-        for s, p, o, t in self._around(new, forward, backward):
-            key = self.symbol(p)
-            if key is None:
-                continue
-            ts = time_of(t)
-            if forward and s in new:
-                self.out[s].append(((key, FORWARD), o, ts))
-                reached.add(o)
-            if backward and o in new:
-                self.out[o].append(((key, BACKWARD), s, ts))
-                reached.add(s)
-        return reached - self.loaded
+        self._add_moves(self.out, self._around(new, FORWARD in self.directions, BACKWARD in self.directions), out_of=new)
+        return {target for vertex in new for _, target, _ in self.out.get(vertex, ())} - self.loaded
 
     def load_reachable(self, vertices: set[str]) -> None:
         """Load ``vertices`` and everything their moves reach, a breadth-first round at a time
@@ -185,15 +195,19 @@ class Edges:
         while vertices:
             vertices = self.load(vertices)
 
-    def near(self, vertices: set[str]) -> dict[str, set[str]]:
-        """For each of ``vertices``, the vertices sharing an edge with it (either way, any
-        predicate the path reads; itself through a self-loop): where a walk can re-enter a node
-        that lost its witness. Read on demand, for the removed nodes only, all in one lookup (a
-        popular node's many edges stay unread otherwise)."""
-        out: dict[str, set[str]] = {v: set() for v in vertices}
-        for s, p, o, _ in self._around(vertices, True, True) if vertices else ():
-            if self.symbol(p) is not None:
-                for end, other in ((s, o), (o, s)):
-                    if end in out:
-                        out[end].add(other)
-        return out
+    def enter(self, vertices: set[str]) -> dict[str, set[str]]:
+        """Add to :attr:`first` the moves of the graph after the step into ``vertices`` (the
+        vertices of removed nodes, where a walk may re-enter them), and return, for each of them,
+        the vertices those moves come from (itself through a self-loop). Read on demand, for the
+        removed nodes only, all in one lookup (a popular node's many edges stay unread
+        otherwise); the inserted edges' moves are in :attr:`first` already."""
+        sources: dict[str, set[str]] = {v: set() for v in vertices}
+        if not vertices:
+            return sources
+        entering: dict[str, list[Move]] = defaultdict(list)
+        self._add_moves(entering, self._around(vertices, True, True, inserted=False), into=vertices)
+        for vertex, moves in entering.items():
+            for _, target, _ in moves:
+                sources[target].add(vertex)
+            self.first[vertex] += moves
+        return sources

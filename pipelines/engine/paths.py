@@ -12,12 +12,15 @@ that a changed edge can be followed from):
 1. **explicit deletions**: the nodes whose witness edge went (no edge of the graph after the step
    still leads from the parent to them), and all their descendants, leave the tree. Everything
    else keeps a valid witness chain, because a removed node takes its whole subtree with it;
-2. **re-derivation and insertion**, semi-naively: the frontier is every tree node with an edge into
-   a removed node or an endpoint of an inserted edge; from it a breadth-first walk over the graph
-   after the step adds each node not in the tree, with the node it came from as parent. A node
-   reachable after the step but outside the tree has a path from the root whose first node outside
-   the tree follows a tree node by an inserted edge or by an edge into a removed node: the walk
-   finds it. So the tree is again exactly the reachable nodes.
+2. **re-derivation and insertion**, semi-naively: the frontier is every tree node (and the root's
+   start) at a vertex that an inserted edge, or an edge into a removed node, moves from; the
+   walk's first round follows only those edges (every other edge from a tree node led into the
+   tree already), and from there on a breadth-first walk over the graph after the step adds each
+   node not in the tree, with the node it came from as parent (a new seed's tree, which had none,
+   is walked from its start along every edge). A node reachable after the step but outside the
+   tree has a path from the root whose first node outside the tree follows a tree node by an
+   inserted edge or by an edge into a removed node: the walk finds it. So the tree is again
+   exactly the reachable nodes.
 
 Under stream windows each edge carries its time in the window and each reached node the largest,
 over the paths reaching it, of the smallest edge time (S-PATH's timestamps): step 2 is then a
@@ -164,7 +167,6 @@ class PathOperator:
         if path.simple:
             edges.load_reachable(roots)         # the enumeration follows every edge from a root
         expired = _expiry(_graph_after(views, deleted), inserted, deleted) if path.stamped and deleted else None
-        inserted_ends = {x for s, _, o, _ in inserted for x in (s, o)}
         seeded = path.seed is not None
         # first every tree loses what its deleted witnesses cut (the parents' edges looked up at
         # once for all trees), then every tree is walked from its frontier, all together
@@ -177,22 +179,28 @@ class PathOperator:
                 cuts[root] = {}, set(after)             # a seed that went takes its whole tree
             else:
                 cuts[root] = after, self._cut(after, suspects.get(root, []), edges, expired)
-        near = edges.near({v for _, gone in cuts.values() for v, _ in gone}) if expired is None else {}
-        at_ends = _by_root(rows, pc.is_in(rows["node"], pa.array(sorted(inserted_ends), pa.string())))
+        # the walk starts semi-naively: from the tree nodes (and the start) at a vertex with a
+        # first move (an inserted edge's, or one into a removed node), along those moves only,
+        # except from a new seed's start, which follows every edge (it had no tree)
+        inserted_from = set(edges.first)
+        sources = edges.enter({v for _, gone in cuts.values() for v, _ in gone}) if expired is None else {}
+        at_starts = _by_root(rows, pc.is_in(rows["node"], pa.array(sorted(edges.first), pa.string())))
         frontier: dict[str, list[ProductNode]] = {}
+        whole: set[str] = set()
         for root, (after, gone) in cuts.items():
             was, now = members.get(root, (True, True))
             if seeded and not now:
                 continue
-            # the tree's own starts: where a walk can re-enter a removed node, and a new seed
-            own = {u for v in {v for v, _ in gone} for u in near.get(v, ())} | ({root} if seeded and not was else set())
-            nodes = [(root, 0)] if root in inserted_ends or root in own else []
-            nodes += [node for node, _ in at_ends.get(root, ()) if node in after]
-            if own:
-                nodes += [node for node in after if node[0] in own and node[0] not in inserted_ends]
+            if seeded and not was:
+                whole.add(root)
+            # the tree's own starts: where a walk can re-enter one of its removed nodes
+            own = {u for v in {v for v, _ in gone} for u in sources.get(v, ())}
+            nodes = [(root, 0)] if root in whole or root in inserted_from or root in own else []
+            nodes += [node for node, _ in at_starts.get(root, ())
+                      if node in after and (node[0] in inserted_from or node[0] in own)]
             if nodes:
                 frontier[root] = nodes
-        walked = self._walk({root: cuts[root][0] for root in frontier}, edges, frontier)
+        walked = self._walk({root: cuts[root][0] for root in frontier}, edges, frontier, whole)
         pairs: dict[tuple[str, str], int] = defaultdict(int)
         reach: list[tuple] = []
         for root, (after, gone) in cuts.items():
@@ -321,25 +329,31 @@ class PathOperator:
             del tree[node]
         return gone
 
-    def _walk(self, trees: dict[str, Tree], edges: Edges,
-              frontier: dict[str, list[ProductNode]]) -> dict[str, set[ProductNode]]:
+    def _walk(self, trees: dict[str, Tree], edges: Edges, frontier: dict[str, list[ProductNode]],
+              whole: set[str]) -> dict[str, set[ProductNode]]:
         """A widest-path walk in place over every root's tree at once, a round at a time from each
-        root's ``frontier`` (nodes of its tree, or its start node): a round loads the edges of the
-        vertices it moves from in one lookup, adds what they reach and raises what they reach at a
-        later time (the max-min time of each node converges as in Bellman-Ford; outside windows
-        every time is :data:`FOREVER`, so this is a breadth-first walk), and the nodes it changed
-        are the next round's frontier. A node's parent is the node that last set its time, which
-        keeps the parents a forest: a cycle would need a node raised above its own time. Returns
-        the nodes each tree gained or raised, so that the caller's work follows them, not the trees."""
+        root's ``frontier`` (nodes of its tree, or its start node), which the first round moves
+        from along the step's first moves only (:attr:`Edges.first`; every move from the start of
+        a root in ``whole``): then a round loads the edges of the vertices it moves from in one
+        lookup, adds what they reach and raises what they reach at a later time (the max-min time
+        of each node converges as in Bellman-Ford; outside windows every time is :data:`FOREVER`,
+        so this is a breadth-first walk), and the nodes it changed are the next round's frontier.
+        A node's parent is the node that last set its time, which keeps the parents a forest: a
+        cycle would need a node raised above its own time. Returns the nodes each tree gained or
+        raised, so that the caller's work follows them, not the trees."""
         changed: dict[str, set[ProductNode]] = defaultdict(set)
+        first = True
+        edges.load(whole)
         while frontier:
-            edges.load({vertex for nodes in frontier.values() for vertex, _ in nodes})
+            if not first:
+                edges.load({vertex for nodes in frontier.values() for vertex, _ in nodes})
             following: dict[str, dict[ProductNode, None]] = defaultdict(dict)
             for root, nodes in frontier.items():
                 tree, start = trees[root], (root, 0)
                 for node in nodes:
                     time = FOREVER if node == start else tree[node][1]
-                    for sym, target, ts in edges.out.get(node[0], ()):
+                    moves = edges.first if first and not (node == start and root in whole) else edges.out
+                    for sym, target, ts in moves.get(node[0], ()):
                         state = self.moves.get((node[1], sym))
                         reached = (target, state)
                         if state is None or reached == start:
@@ -350,6 +364,7 @@ class PathOperator:
                             changed[root].add(reached)
                             following[root][reached] = None
             frontier = {root: list(nodes) for root, nodes in following.items()}
+            first = False
         return changed
 
     def _leads(self, parent: ProductNode, node: ProductNode, ts: int, edges: Edges) -> bool:
