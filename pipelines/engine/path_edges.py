@@ -180,20 +180,19 @@ class Edges:
                        if (from_s and self.inserted[i][0] in vertices) or (from_o and self.inserted[i][2] in vertices)]
 
     def load(self, vertices: set[str]) -> set[str]:
-        """Complete the adjacency of ``vertices``; returns the vertices not loaded yet that their
-        moves lead to (what a walk through them may visit next)."""
+        """Complete the adjacency of ``vertices``; returns those it loaded (the others were)."""
         new = vertices - self.loaded
-        if not new:
-            return set()
-        self.loaded |= new
-        self._add_moves(self.out, self._around(new, FORWARD in self.directions, BACKWARD in self.directions), out_of=new)
-        return {target for vertex in new for _, target, _ in self.out.get(vertex, ())} - self.loaded
+        if new:
+            self.loaded |= new
+            self._add_moves(self.out, self._around(new, FORWARD in self.directions, BACKWARD in self.directions),
+                            out_of=new)
+        return new
 
     def load_reachable(self, vertices: set[str]) -> None:
         """Load ``vertices`` and everything their moves reach, a breadth-first round at a time
         (one lookup in the indexes per round)."""
         while vertices:
-            vertices = self.load(vertices)
+            vertices = {target for vertex in self.load(vertices) for _, target, _ in self.out.get(vertex, ())}
 
     def enter(self, vertices: set[str]) -> dict[str, set[str]]:
         """Add to :attr:`first` the moves of the graph after the step into ``vertices`` (the

@@ -52,6 +52,7 @@ import gc
 from collections import defaultdict
 from typing import Callable, Iterable, Iterator, Mapping, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -379,7 +380,7 @@ class PathOperator:
         while it is one: ``member`` before and after); only the vertices of ``changed`` nodes and
         the root can change. On the ``initial`` step there are no pairs before."""
         candidates = {v for v, q in changed if q in self.finals} | ({root} if self.path.automaton.nullable else set())
-        for vertex in sorted(candidates):
+        for vertex in candidates:           # in any order: the step sorts the pairs it gives
             was = not initial and self._has_pair(root, vertex, before, member[0])
             now = self._has_pair(root, vertex, after, member[1])
             if was != now:
@@ -401,17 +402,32 @@ class PathOperator:
         return pa.table({**{c: values[c] for c in path.columns}, MULT: mults}, schema=binding_schema(path.columns))
 
 
-def _entries(rows: pa.Table) -> Iterator[tuple[str, ProductNode, tuple[ProductNode, int]]]:
-    """Reach rows (:meth:`PathOperator._reached`) as (root, node, (witness parent, max-min time))."""
-    for root, node, state, parent, pstate, ts in zip(*(rows[c].to_pylist() for c in REACH_COLUMNS)):
-        yield root, (node, state), ((parent, pstate), int(ts) if ts else FOREVER)
+def _entries(rows: pa.Table) -> tuple[list[ProductNode], list[tuple[ProductNode, int]]]:
+    """Reach rows (:meth:`PathOperator._reached`) as their nodes and their (witness parent, max-min
+    time) entries, two lists built by zipping whole columns (a batch reads hundreds of thousands)."""
+    ts = pc.cast(pc.if_else(pc.equal(pc.fill_null(rows["ts"], ""), ""), str(FOREVER), rows["ts"]), pa.int64())
+    nodes = list(zip(rows["node"].to_pylist(), rows["state"].to_pylist()))
+    return nodes, list(zip(zip(rows["parent"].to_pylist(), rows["pstate"].to_pylist()), ts.to_pylist()))
+
+
+def _runs(roots: pa.ChunkedArray) -> Iterator[tuple[str, int, int]]:
+    """The runs of equal values in ``roots`` as (value, start, end): the reach rows of a root
+    come together from a lookup by root, so that its tree is built from slices."""
+    if not len(roots):
+        return
+    values = roots.combine_chunks() if roots.num_chunks != 1 else roots.chunk(0)
+    starts = [0, *(np.flatnonzero(pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)) + 1)]
+    ends = [*starts[1:], len(values)]
+    for start, end in zip(starts, ends):
+        yield values[start].as_py(), start, end
 
 
 def _trees(rows: pa.Table) -> dict[str, Tree]:
     """Each root's tree from its reach rows."""
     trees: dict[str, Tree] = defaultdict(dict)
-    for root, node, entry in _entries(rows):
-        trees[root][node] = entry
+    nodes, entries = _entries(rows)
+    for root, start, end in _runs(rows["root"]):
+        trees[root].update(zip(nodes[start:end], entries[start:end]))
     return trees
 
 
@@ -419,8 +435,10 @@ def _by_root(rows: pa.Table, mask: pa.ChunkedArray) -> dict[str, list[tuple[Prod
     """The reach rows where ``mask`` holds, as each root's (node, (parent, time)) entries: picked
     in Arrow, so that a batch's work follows the few rows it needs, not the trees it touches."""
     out: dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]] = defaultdict(list)
-    for root, node, entry in _entries(rows.filter(mask)):
-        out[root].append((node, entry))
+    picked = rows.filter(mask)
+    nodes, entries = _entries(picked)
+    for root, start, end in _runs(picked["root"]):
+        out[root] += zip(nodes[start:end], entries[start:end])
     return out
 
 
