@@ -141,14 +141,18 @@ class IndexedSet:
 
     def _positions(self, rows: pa.Table, keys: pa.Array) -> tuple[np.ndarray, pa.Array]:
         """The base positions of ``rows`` (of the base's columns, their :func:`row_keys` ``keys``)
-        that the base holds, and those rows' keys: the base rows sharing a first column's value
-        with them, kept where their whole key is one of ``keys``."""
+        that the base holds, and those rows' keys: the base rows sharing a column's value with
+        them, kept where their whole key is one of ``keys``. The column is the one whose values
+        lead to the fewest base rows, of the first and those indexed already (a path's reach rows
+        share their roots with whole trees, and often their nodes with few rows)."""
         columns = data_columns(rows)
         if not rows.num_rows:
             return np.zeros(0, dtype=np.int64), keys
         if not columns:     # a table of the empty tuple holds at most that one row
             return np.arange(min(1, self.base.num_rows), dtype=np.int64), keys[:min(1, self.base.num_rows)]
-        candidates = self._lookup(columns[0]).positions(pc.unique(rows[columns[0]]))
+        probes = {c: pc.unique(rows[c]) for c in columns if c == columns[0] or c in self._lookups}
+        column = min(probes, key=lambda c: self._lookup(c).count(probes[c]))
+        candidates = self._lookup(column).positions(probes[column])
         found = row_keys(self.base.select(columns).take(candidates))
         hit = pc.is_in(found, value_set=keys)
         return candidates[hit.to_numpy(zero_copy_only=False)], found.filter(hit)

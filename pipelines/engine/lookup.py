@@ -38,22 +38,30 @@ class Lookup:
         self._codes: dict[str, int] | None = None
 
     def positions(self, wanted: pa.Array) -> np.ndarray:
-        """The positions of the rows whose value is in ``wanted``, in row order. Few values are
-        looked up in a hash of the column's values, built on first use and kept with the index (a
-        batch's lookups each cost what they find, not the column); many are probed the other way,
-        the values against a hash of ``wanted``. (Arrow's ``index_in`` would hash every value of
-        the column at every call.)"""
-        if len(wanted) * _FEW < len(self.values):
-            if self._codes is None:
-                self._codes = {value: code for code, value in enumerate(self.values.to_pylist())}
-            found = (self._codes.get(value) for value in wanted.to_pylist())
-            codes = np.fromiter((code for code in found if code is not None), dtype=np.int64)
-        else:
-            codes = np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
+        """The positions of the rows whose value is in ``wanted``, in row order."""
+        codes = self._codes_of(wanted)
         first = self.starts[codes]
         sizes = self.starts[codes + 1] - first
         gathered = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
         return np.sort(self.order[gathered])
+
+    def count(self, wanted: pa.Array) -> int:
+        """How many rows hold a value of ``wanted`` (what :meth:`positions` would gather)."""
+        codes = self._codes_of(wanted)
+        return int((self.starts[codes + 1] - self.starts[codes]).sum())
+
+    def _codes_of(self, wanted: pa.Array) -> np.ndarray:
+        """The codes of the values of ``wanted`` the column holds. Few values are looked up in a
+        hash of the column's values, built on first use and kept with the index (a batch's
+        lookups each cost what they find, not the column); many are probed the other way, the
+        values against a hash of ``wanted``. (Arrow's ``index_in`` would hash every value of the
+        column at every call.)"""
+        if len(wanted) * _FEW < len(self.values):
+            if self._codes is None:
+                self._codes = {value: code for code, value in enumerate(self.values.to_pylist())}
+            found = (self._codes.get(value) for value in wanted.to_pylist())
+            return np.fromiter((code for code in found if code is not None), dtype=np.int64)
+        return np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
 
 
 def finder(read: Callable[[str], pa.Table]) -> Find:
