@@ -92,3 +92,29 @@ def test_an_indexed_set_follows_random_changes_across_rebases():
             assert _content(found) == {p for p in model if p[index] in values}
             assert found.num_rows == len(_content(found))       # each row once
     assert len(bases) > 3
+
+
+def test_an_index_carried_over_a_rebase_finds_what_a_fresh_one_finds():
+    """A rebase carries a column's index over (its rows kept, then the rows added since): after
+    each, with new values arriving and old ones leaving until the index is rebuilt afresh, every
+    lookup (a few values through the index's hash, many the other way) gives the positions a
+    scan of the column gives."""
+    import random
+
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from pipelines.engine.lookup import Lookup
+
+    rng = random.Random(3)
+    column = pa.array([f"x{rng.randrange(50)}" for _ in range(300)], pa.string())
+    lookup = Lookup(column)
+    for step in range(40):
+        kept = np.array([rng.random() < 0.8 for _ in range(len(column))]) if step % 3 else None
+        added = pa.array([f"x{rng.randrange(50 + 10 * step)}" for _ in range(rng.randrange(60))], pa.string())
+        lookup = lookup.extended(kept, pa.chunked_array([added]))
+        column = pa.concat_arrays([column if kept is None else column.filter(pa.array(kept)), added])
+        for few in (1, 3, 60):
+            wanted = pa.array(sorted({f"x{rng.randrange(50 + 10 * step)}" for _ in range(few)}), pa.string())
+            assert lookup.positions(wanted).tolist() == np.flatnonzero(
+                pc.is_in(column, value_set=wanted).to_numpy(zero_copy_only=False)).tolist()

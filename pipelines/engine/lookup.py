@@ -31,11 +31,45 @@ class Lookup:
     def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
         column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         encoded = pc.dictionary_encode(column)
-        self.values = encoded.dictionary
-        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        self._index(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False), None)
+
+    def _index(self, values: pa.Array, codes: np.ndarray, hashed: dict[str, int] | None) -> None:
+        self.values = values
         self.order = np.argsort(codes, kind="stable")
         self.starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(self.values)))])
-        self._codes: dict[str, int] | None = None
+        self._codes = hashed
+
+    def extended(self, kept: np.ndarray | None, added: pa.ChunkedArray) -> "Lookup":
+        """The index of the column made of this one's rows ``kept`` (a mask; None: all of them)
+        followed by ``added``: the rows' codes are carried over and only the added values looked
+        up (new ones appended to the values), where indexing the column afresh hashes every value
+        again (0.44 s for the roots of a path's 1.65M reach rows). Once values no row holds are
+        half the values, the column is indexed afresh."""
+        codes = np.empty(len(self.order), np.int64)
+        codes[self.order] = np.repeat(np.arange(len(self.values)), np.diff(self.starts))
+        codes = codes if kept is None else codes[kept]
+        hashed = dict(self._hash())              # a copy: this index stays in use at its version
+        fresh: list[str] = []
+
+        def code(value: str) -> int:
+            found = hashed.get(value)
+            if found is None:
+                found = hashed[value] = len(hashed)
+                fresh.append(value)
+            return found
+        codes = np.concatenate([codes, np.fromiter(map(code, added.to_pylist()), np.int64, len(added))])
+        values = pa.concat_arrays([self.values, pa.array(fresh, self.values.type)])
+        if 2 * np.count_nonzero(np.bincount(codes, minlength=len(values))) < len(values):
+            return Lookup(values.take(codes))
+        later = Lookup.__new__(Lookup)
+        later._index(values, codes, hashed)
+        return later
+
+    def _hash(self) -> dict[str, int]:
+        """Each value's code, built on first use and kept with the index."""
+        if self._codes is None:
+            self._codes = {value: code for code, value in enumerate(self.values.to_pylist())}
+        return self._codes
 
     def positions(self, wanted: pa.Array) -> np.ndarray:
         """The positions of the rows whose value is in ``wanted``, in row order."""
@@ -57,9 +91,8 @@ class Lookup:
         values against a hash of ``wanted``. (Arrow's ``index_in`` would hash every value of the
         column at every call.)"""
         if len(wanted) * _FEW < len(self.values):
-            if self._codes is None:
-                self._codes = {value: code for code, value in enumerate(self.values.to_pylist())}
-            found = (self._codes.get(value) for value in wanted.to_pylist())
+            hashed = self._hash()
+            found = (hashed.get(value) for value in wanted.to_pylist())
             return np.fromiter((code for code in found if code is not None), dtype=np.int64)
         return np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
 
