@@ -42,6 +42,9 @@ nodes whose reachability changes, set at a time where it can be:
   (:mod:`.path_edges`): no edge is read that no walk follows;
 - the rows a step starts from (tree nodes at an inserted edge's end, nodes whose witness edge was
   deleted) are picked from the reach rows in Arrow, not by going through each tree;
+- a tree that only inserted edges reach is read whole only if the walk's first round changes it,
+  which is found from its rows at the vertices that round moves from and to: one more edge at a
+  popular node reaches thousands of trees that hold its other end already;
 - the cut and the walk report the nodes they change, and only those give pairs and reach rows (a
   node that goes or moves is one -1 row, one that comes or moves one +1).
 """
@@ -50,7 +53,7 @@ from __future__ import annotations
 import functools
 import gc
 from collections import defaultdict
-from typing import Callable, Iterable, Iterator, Mapping, TypeVar
+from typing import Callable, Container, Iterable, Iterator, Mapping, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -160,11 +163,13 @@ class PathOperator:
         find = find or finder(read)
         indexes = indexes or EdgeIndexes(read, find)
         views = [indexes.get(p, v, path.stamped) for p, v in path.edges]
-        roots, members = self._roots(deltas, find, indexes, inserted + deleted)
+        roots, read_whole, members = self._roots(deltas, find, indexes, inserted, deleted)
+        edges = Edges(views, inserted, set(deleted), self._symbol, {sym[1] for _, sym in self.moves})
+        if not initial and not path.simple:
+            roots = read_whole | self._changing(roots - read_whole, find, edges)
         rows = self._reached(find, roots)
         trees = _trees(rows)
         stored = self._stored(read, find, roots) if path.simple and not initial else {}
-        edges = Edges(views, inserted, set(deleted), self._symbol, {sym[1] for _, sym in self.moves})
         if path.simple:
             edges.load_reachable(roots)         # the enumeration follows every edge from a root
         expired = _expiry(_graph_after(views, deleted), inserted, deleted) if path.stamped and deleted else None
@@ -196,9 +201,7 @@ class PathOperator:
                 whole.add(root)
             # the tree's own starts: where a walk can re-enter one of its removed nodes
             own = {u for v in {v for v, _ in gone} for u in sources.get(v, ())}
-            nodes = [(root, 0)] if root in whole or root in inserted_from or root in own else []
-            nodes += [node for node, _ in at_starts.get(root, ())
-                      if node in after and (node[0] in inserted_from or node[0] in own)]
+            nodes = _starts(root, after, at_starts.get(root, ()), inserted_from, own, root in whole)
             if nodes:
                 frontier[root] = nodes
         walked = self._walk({root: cuts[root][0] for root in frontier}, edges, frontier, whole)
@@ -261,19 +264,33 @@ class PathOperator:
         return out
 
     # -- roots and their trees -------------------------------------------------------------------
-    def _roots(self, deltas: Mapping[str, pa.Table], find: Find, indexes: EdgeIndexes,
-               changed: list[Triple]) -> tuple[set[str], dict[str, tuple[bool, bool]]]:
-        """The roots whose trees or pairs the step can change, and the membership (before, after)
-        of those whose own membership may change: of the seed view's column for seeded roots (a
-        root comes and goes with its seed), of ``nodes(G)`` for a zero-length match from every node.
-
-        A tree gains or loses nodes only where a walk could take a changed edge, which starts at the
-        end a move follows it from: the roots whose tree holds such an end in a state with that
-        move, and the end itself when the start state has that move (a new root); a tree holding
-        only the other end (a popular node every tree ends at) stays as it is."""
+    def _roots(self, deltas: Mapping[str, pa.Table], find: Find, indexes: EdgeIndexes, inserted: list[Triple],
+               deleted: list[Triple]) -> tuple[set[str], set[str], dict[str, tuple[bool, bool]]]:
+        """The roots whose trees or pairs the step can change; those of them whose trees it reads
+        whole, whatever their walk does (a deleted edge may cut the tree, or the root's own
+        membership changes); and the membership (before, after) of those whose own membership may
+        change: of the seed view's column for seeded roots (a root comes and goes with its seed),
+        of ``nodes(G)`` for a zero-length match from every node."""
         path = self.path
         if path.root is not None:
-            return {path.root}, {}
+            return {path.root}, {path.root}, {}
+        held, starting = self._holding(find, inserted)
+        cut, cut_starting = self._holding(find, deleted)
+        roots, new = held | cut, starting | cut_starting
+        if path.seed is not None:
+            view, column = path.seed
+            members = indexes.members(view, deltas.get(view), (column,), new)
+            roots |= {x for x, (was, now) in members.items() if was or now}
+        else:
+            members = indexes.members(path.nodes, deltas.get(path.nodes), ("v0", "v2"), set()) if path.nodes else {}
+            roots |= new | {x for x, (was, now) in members.items() if was != now}
+        return roots, cut | cut_starting | {x for x, (was, now) in members.items() if was != now}, members
+
+    def _holding(self, find: Find, changed: list[Triple]) -> tuple[set[str], set[str]]:
+        """The roots whose tree holds an end a ``changed`` edge can be followed from, in a state
+        with that move, and the ends the start state moves from (roots, new ones perhaps). A tree
+        gains or loses nodes only where a walk could take a changed edge; a tree holding only the
+        other end (a popular node every tree ends at) stays as it is."""
         starts: dict[tuple[str, str], set[str]] = defaultdict(set)
         for s, p, o, _ in changed:
             key = self._symbol(p)
@@ -288,19 +305,32 @@ class PathOperator:
                 continue
             if 0 in states:
                 new |= ends
-            hit = find(path.reach, "node", pa.array(sorted(ends), pa.string()))
+            hit = find(self.path.reach, "node", pa.array(sorted(ends), pa.string()))
             hit = hit.filter(pc.is_in(hit["state"], pa.array([str(q) for q in states], pa.string())))
             roots |= set(hit["root"].to_pylist())
-        if path.seed is not None:
-            view, column = path.seed
-            members = indexes.members(view, deltas.get(view), (column,), new)
-            return roots | {x for x, (was, now) in members.items() if was or now}, members
-        members = indexes.members(path.nodes, deltas.get(path.nodes), ("v0", "v2"), set()) if path.nodes else {}
-        return roots | new | {x for x, (was, now) in members.items() if was != now}, members
+        return roots, new
 
-    def _reached(self, find: Find, roots: set[str]) -> pa.Table:
-        """The reach rows of ``roots``' trees, automaton states as integers."""
-        rows = find(self.path.reach, "root", pa.array(sorted(roots), pa.string()))
+    def _changing(self, candidates: set[str], find: Find, edges: Edges) -> set[str]:
+        """Those of ``candidates`` (roots only inserted edges reach) whose trees the step changes,
+        found without reading their trees: the walk's first round reads only the tree nodes at the
+        vertices it moves from and to, so it runs on those rows alone, and a tree it leaves as it
+        was stays so (every later round moves from nodes an earlier one changed). A popular node's
+        one more edge reaches thousands of trees that hold its other end already."""
+        if not candidates:
+            return set()
+        ends = set(edges.first) | {target for moves in edges.first.values() for _, target, _ in moves}
+        rows = self._reached(find, ends, "node")
+        rows = rows.filter(pc.is_in(rows["root"], pa.array(sorted(candidates), pa.string())))
+        trees = _trees(rows)
+        at_starts = _by_root(rows, pc.is_in(rows["node"], pa.array(sorted(edges.first), pa.string())))
+        frontier = {root: nodes for root in candidates
+                    if (nodes := _starts(root, trees[root], at_starts.get(root, ()), edges.first, set(), False))}
+        return {root for root, nodes in self._walk(trees, edges, frontier, set(), rounds=1).items() if nodes}
+
+    def _reached(self, find: Find, values: set[str], column: str = "root") -> pa.Table:
+        """The reach rows whose ``column`` holds one of ``values`` (by default: the trees of those
+        roots), automaton states as integers."""
+        rows = find(self.path.reach, column, pa.array(sorted(values), pa.string()))
         return pa.table({c: pc.cast(rows[c], pa.int64()) if c in ("state", "pstate") else rows[c]
                          for c in REACH_COLUMNS})
 
@@ -331,7 +361,7 @@ class PathOperator:
         return gone
 
     def _walk(self, trees: dict[str, Tree], edges: Edges, frontier: dict[str, list[ProductNode]],
-              whole: set[str]) -> dict[str, set[ProductNode]]:
+              whole: set[str], rounds: int | None = None) -> dict[str, set[ProductNode]]:
         """A widest-path walk in place over every root's tree at once, a round at a time from each
         root's ``frontier`` (nodes of its tree, or its start node), which the first round moves
         from along the step's first moves only (:attr:`Edges.first`; every move from the start of
@@ -341,11 +371,12 @@ class PathOperator:
         so this is a breadth-first walk), and the nodes it changed are the next round's frontier.
         A node's parent is the node that last set its time, which keeps the parents a forest: a
         cycle would need a node raised above its own time. Returns the nodes each tree gained or
-        raised, so that the caller's work follows them, not the trees."""
+        raised, so that the caller's work follows them, not the trees (after ``rounds`` rounds, if
+        given)."""
         changed: dict[str, set[ProductNode]] = defaultdict(set)
         first = True
         edges.load(whole)
-        while frontier:
+        while frontier and rounds != 0:
             if not first:
                 edges.load({vertex for nodes in frontier.values() for vertex, _ in nodes})
             following: dict[str, dict[ProductNode, None]] = defaultdict(dict)
@@ -366,6 +397,7 @@ class PathOperator:
                             following[root][reached] = None
             frontier = {root: list(nodes) for root, nodes in following.items()}
             first = False
+            rounds = None if rounds is None else rounds - 1
         return changed
 
     def _leads(self, parent: ProductNode, node: ProductNode, ts: int, edges: Edges) -> bool:
@@ -440,6 +472,16 @@ def _by_root(rows: pa.Table, mask: pa.ChunkedArray) -> dict[str, list[tuple[Prod
     for root, start, end in _runs(picked["root"]):
         out[root] += zip(nodes[start:end], entries[start:end])
     return out
+
+
+def _starts(root: str, tree: Tree, at_root: Iterable[tuple[ProductNode, object]], moving_from: Container[str],
+            own: set[str], start: bool) -> list[ProductNode]:
+    """Where a root's walk starts: its start node (when ``start``, or when a first move leaves
+    the root or its ``own`` re-entry vertices) and the nodes of its ``tree`` among ``at_root`` (its
+    reach rows at those vertices) at a vertex that a first move leaves (``moving_from``) or of
+    ``own``."""
+    nodes = [(root, 0)] if start or root in moving_from or root in own else []
+    return nodes + [node for node, _ in at_root if node in tree and (node[0] in moving_from or node[0] in own)]
 
 
 def _witnessed_by(rows: pa.Table, deleted: list[Triple]) -> pa.ChunkedArray:
