@@ -247,19 +247,17 @@ def run(settings: Settings, spark: SparkSource, work: Path, command: str, log: C
             line.append(f"{system.name} {timing.seconds:.2f}s (CPU {cpu_s:.2f}s)")
         if ox:
             check([lake, ox], queries, where)
-        if sp is None:
-            log(f"{where}: " + ", ".join(line))
-            continue
-        merge_s = sp.merge(batch.path)
-        key = (batch.size, batch.delete_ratio)
-        if batch.number and evaluated[key] < settings.spark_batches:
-            evaluated[key] += 1
-            timing = sp.evaluate(merge_s)
-            records.add({**base, "system": sp.name, "seconds": timing.seconds, "parts": timing.parts,
-                         "stats": timing.stats, "load_1m": os.getloadavg()[0]})
-            line.append(f"{sp.name} {timing.seconds:.2f}s")
-            if ox:
-                check([sp, ox], queries, where)
+        if sp is not None:
+            merge_s = sp.merge(batch.path)
+            key = (batch.size, batch.delete_ratio)
+            if batch.number and evaluated[key] < settings.spark_batches:
+                evaluated[key] += 1
+                timing = sp.evaluate(merge_s)
+                records.add({**base, "system": sp.name, "seconds": timing.seconds, "parts": timing.parts,
+                             "stats": timing.stats, "load_1m": os.getloadavg()[0]})
+                line.append(f"{sp.name} {timing.seconds:.2f}s")
+                if ox:
+                    check([sp, ox], queries, where)
         log(f"{where}: " + ", ".join(line))
         if batch.number == settings.batches:
             records.add({"kind": "state", "after": batch.path.name, "size": batch.size,

@@ -193,7 +193,7 @@ def _state(records: list[dict]) -> list[str]:
     paths = sorted(states[0]["paths"])
     rows = []
     for path in paths:
-        for state in (states[0], states[-1]):
+        for state in (states[0], states[-1]) if len(states) > 1 else states:
             entry = state["paths"][path]
             rows.append([f"`{path.replace('<http://lakegraph.example/snb/', 'snb:').replace('>', '')}`",
                          state["after"], f"{state['edges']:,}", f"{entry['reach']:,}", f"{entry['pairs']:,}",

@@ -188,6 +188,8 @@ def test_path_benchmark_reevaluates_once_and_checks_the_counts(spark, tmp_path):
     settings = Settings(scale=200, batch_sizes=[40], delete_ratios=[0.1], batches=1, warmup=0, spark_batches=0,
                         out=out, systems=["lakegraph", "pyoxigraph-once"])
     records = run(settings, spark, tmp_path / "work", "test", lambda _line: None)
+    # the state is recorded (without Spark too) after registration and after each configuration's last batch
+    assert [r["after"] for r in records if r["kind"] == "state"][1:] == ["b40_d10_000.jsonl"]
     once = next(r for r in records if r["kind"] == "reevaluation")
     answers = next(r for r in records if r["kind"] == "answers")
     assert once["answers"] == {k: v for k, v in answers.items() if k != "kind"} and sum(once["answers"].values())
