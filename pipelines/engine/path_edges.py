@@ -199,7 +199,8 @@ class Edges:
         vertices of removed nodes, where a walk may re-enter them), and return, for each of them,
         the vertices those moves come from (itself through a self-loop). Read on demand, for the
         removed nodes only, all in one lookup (a popular node's many edges stay unread
-        otherwise); the inserted edges' moves are in :attr:`first` already."""
+        otherwise). The inserted edges are left out: their moves are in :attr:`first` already, and
+        a walk starts from their sources anyway."""
         sources: dict[str, set[str]] = {v: set() for v in vertices}
         if not vertices:
             return sources
