@@ -190,7 +190,7 @@ class PathOperator:
         # except from a new seed's start, which follows every edge (it had no tree)
         inserted_from = set(edges.first)
         sources = edges.enter({v for _, gone in cuts.values() for v, _ in gone}) if expired is None else {}
-        at_starts = _by_root(rows, pc.is_in(rows["node"], pa.array(sorted(edges.first), pa.string())))
+        at_starts = _at(rows, edges.first)
         frontier: dict[str, list[ProductNode]] = {}
         whole: set[str] = set()
         for root, (after, gone) in cuts.items():
@@ -322,7 +322,7 @@ class PathOperator:
         rows = self._reached(find, ends, "node")
         rows = rows.filter(pc.is_in(rows["root"], pa.array(sorted(candidates), pa.string())))
         trees = _trees(rows)
-        at_starts = _by_root(rows, pc.is_in(rows["node"], pa.array(sorted(edges.first), pa.string())))
+        at_starts = _at(rows, edges.first)
         frontier = {root: nodes for root in candidates
                     if (nodes := _starts(root, trees[root], at_starts.get(root, ()), edges.first, set(), False))}
         return {root for root, nodes in self._walk(trees, edges, frontier, set(), rounds=1).items() if nodes}
@@ -482,6 +482,11 @@ def _starts(root: str, tree: Tree, at_root: Iterable[tuple[ProductNode, object]]
     ``own``."""
     nodes = [(root, 0)] if start or root in moving_from or root in own else []
     return nodes + [node for node, _ in at_root if node in tree and (node[0] in moving_from or node[0] in own)]
+
+
+def _at(rows: pa.Table, vertices: Iterable[str]) -> dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]]:
+    """The reach rows at one of ``vertices`` (where the walk's first moves leave), by root."""
+    return _by_root(rows, pc.is_in(rows["node"], pa.array(sorted(vertices), pa.string())))
 
 
 def _witnessed_by(rows: pa.Table, deleted: list[Triple]) -> pa.ChunkedArray:
