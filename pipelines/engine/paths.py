@@ -128,6 +128,9 @@ class PathOperator:
         self.path = path
         automaton = path.automaton
         self.moves = automaton.table()
+        # the states a walk can leave: a node in any other (the end of `(a|b)`, of `a/b`) is
+        # reached, and its vertex's edges are never loaded for it
+        self.leaving = {state for state, _ in self.moves}
         self.finals = set(automaton.finals)
         self.named = {sym[0] for sym in automaton.symbols if sym[0] != OTHER}
         self.other = automaton.uses_other
@@ -394,7 +397,8 @@ class PathOperator:
                         if entry is None or reached_at > entry[1]:
                             tree[reached] = (node, reached_at)
                             changed[root].add(reached)
-                            following[root][reached] = None
+                            if state in self.leaving:
+                                following[root][reached] = None
             frontier = {root: list(nodes) for root, nodes in following.items()}
             first = False
             rounds = None if rounds is None else rounds - 1
