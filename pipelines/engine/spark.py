@@ -27,9 +27,13 @@ PLAN_CONF = {"spark.sql.adaptive.enabled": "false", "spark.sql.autoBroadcastJoin
 #: How a batch's plan runs besides: its dozens of joins and scans are independent stages that
 #: Spark runs side by side, so they fill the cores between them. One shuffle partition per join,
 #: not the session's four, and a scan's files not split for more tasks (``minPartitionNum`` 1),
-#: took a nine-query batch's tasks from ~900 to ~370 at 1M triples (docs/engines.md). A backfill's
-#: few large joins keep the session's partitions (:data:`PLAN_CONF` alone).
-BATCH_CONF = {**PLAN_CONF, "spark.sql.shuffle.partitions": "1", "spark.sql.files.minPartitionNum": "1"}
+#: took a nine-query batch's tasks from ~900 to ~370 at 1M triples (docs/engines.md). And no
+#: whole-stage code generation: Spark compiles Java for each of the plan's ~125 stages at every
+#: batch, which cost more than the compiled code saves on a batch's rows (at 1M triples, 10,000
+#: updates: the plan's job 6.5-7.4 s with it, 4.7-5.2 s without). A backfill's few large joins
+#: keep the session's partitions and code generation (:data:`PLAN_CONF` alone).
+BATCH_CONF = {**PLAN_CONF, "spark.sql.shuffle.partitions": "1", "spark.sql.files.minPartitionNum": "1",
+              "spark.sql.codegen.wholeStage": "false"}
 
 
 @dataclass(frozen=True)
