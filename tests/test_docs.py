@@ -30,7 +30,7 @@ from pipelines import cli
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ["README.md"] + [f"docs/{p.name}" for p in sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```$", re.S | re.M)
-INLINE = re.compile(r"`(lakegraph [^`]*)`")
+INLINE = re.compile(r"`(lakegraph\s[^`]*)`")   # a span may wrap across lines
 CAPTURE = re.compile(r"^([A-Za-z_]\w*)=\$\((lakegraph .*) \| tail -n 1\)$", re.S)
 EXPORT = re.compile(r"^export ([A-Za-z_]\w*)=(\S+)$")
 VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
