@@ -193,7 +193,7 @@ class PathOperator:
         # except from a new seed's start, which follows every edge (it had no tree)
         inserted_from = set(edges.first)
         sources = edges.enter({v for _, gone in cuts.values() for v, _ in gone}) if expired is None else {}
-        at_starts = _at(rows, edges.first)
+        at_starts = _at(rows, edges.first, self.leaving)
         frontier: dict[str, list[ProductNode]] = {}
         whole: set[str] = set()
         for root, (after, gone) in cuts.items():
@@ -325,7 +325,7 @@ class PathOperator:
         rows = self._reached(find, ends, "node")
         rows = rows.filter(pc.is_in(rows["root"], pa.array(sorted(candidates), pa.string())))
         trees = _trees(rows)
-        at_starts = _at(rows, edges.first)
+        at_starts = _at(rows, edges.first, self.leaving)
         frontier = {root: nodes for root in candidates
                     if (nodes := _starts(root, trees[root], at_starts.get(root, ()), edges.first, set(), False))}
         return {root for root, nodes in self._walk(trees, edges, frontier, set(), rounds=1).items() if nodes}
@@ -488,9 +488,11 @@ def _starts(root: str, tree: Tree, at_root: Iterable[tuple[ProductNode, object]]
     return nodes + [node for node, _ in at_root if node in tree and (node[0] in moving_from or node[0] in own)]
 
 
-def _at(rows: pa.Table, vertices: Iterable[str]) -> dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]]:
-    """The reach rows at one of ``vertices`` (where the walk's first moves leave), by root."""
-    return _by_root(rows, pc.is_in(rows["node"], pa.array(sorted(vertices), pa.string())))
+def _at(rows: pa.Table, vertices: Iterable[str], states: Iterable[int]) -> dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]]:
+    """The reach rows at one of ``vertices`` (where the walk's first moves leave) in one of
+    ``states`` (those a move leaves), by root."""
+    return _by_root(rows, pc.and_(pc.is_in(rows["node"], pa.array(sorted(vertices), pa.string())),
+                                  pc.is_in(rows["state"], pa.array(sorted(states), pa.int64()))))
 
 
 def _witnessed_by(rows: pa.Table, deleted: list[Triple]) -> pa.ChunkedArray:
