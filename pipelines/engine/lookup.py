@@ -73,18 +73,20 @@ class Lookup:
 
     def positions(self, wanted: pa.Array) -> np.ndarray:
         """The positions of the rows whose value is in ``wanted``, in row order."""
-        codes = self._codes_of(wanted)
+        return self.positions_of(self.codes_of(wanted))
+
+    def positions_of(self, codes: np.ndarray) -> np.ndarray:
+        """:meth:`positions` of the values of ``codes`` (:meth:`codes_of`)."""
         first = self.starts[codes]
         sizes = self.starts[codes + 1] - first
         gathered = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
         return np.sort(self.order[gathered])
 
-    def count(self, wanted: pa.Array) -> int:
-        """How many rows hold a value of ``wanted`` (what :meth:`positions` would gather)."""
-        codes = self._codes_of(wanted)
+    def count_of(self, codes: np.ndarray) -> int:
+        """How many rows hold a value of ``codes`` (what :meth:`positions_of` would gather)."""
         return int((self.starts[codes + 1] - self.starts[codes]).sum())
 
-    def _codes_of(self, wanted: pa.Array) -> np.ndarray:
+    def codes_of(self, wanted: pa.Array) -> np.ndarray:
         """The codes of the values of ``wanted`` the column holds. Few values are looked up in a
         hash of the column's values, built on first use and kept with the index (a batch's
         lookups each cost what they find, not the column); many are probed the other way, the
