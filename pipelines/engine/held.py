@@ -167,7 +167,8 @@ class IndexedSet:
             return np.zeros(0, dtype=np.int64), keys
         if not columns:     # a table of the empty tuple holds at most that one row
             return np.arange(min(1, self.base.num_rows), dtype=np.int64), keys[:min(1, self.base.num_rows)]
-        codes = {c: self._lookup(c).codes_of(pc.unique(rows[c])) for c in columns if c == columns[0] or c in self._lookups}
+        codes = {c: self._lookup(c).codes_of(pc.unique(rows[c]))
+                 for c in columns if c == columns[0] or c in self._lookups}
         column = min(codes, key=lambda c: self._lookup(c).count_of(codes[c]))
         candidates = self._lookup(column).positions_of(codes[column])
         found = row_keys(self.base.select(columns).take(candidates))

@@ -488,7 +488,8 @@ def _starts(root: str, tree: Tree, at_root: Iterable[tuple[ProductNode, object]]
     return nodes + [node for node, _ in at_root if node in tree and (node[0] in moving_from or node[0] in own)]
 
 
-def _at(rows: pa.Table, vertices: Iterable[str], states: Iterable[int]) -> dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]]:
+def _at(rows: pa.Table, vertices: Iterable[str],
+        states: Iterable[int]) -> dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]]:
     """The reach rows at one of ``vertices`` (where the walk's first moves leave) in one of
     ``states`` (those a move leaves), by root."""
     return _by_root(rows, pc.and_(pc.is_in(rows["node"], pa.array(sorted(vertices), pa.string())),

@@ -9,10 +9,10 @@ Inserting a present triple and deleting an absent one are counted as no-ops.
 A *probe* finds each view's matching messages and, for the keys they touch, whether the key is in
 the view before the batch, as rows of one common shape (``_view``, ``seq``, ``op``, ``c0..c3``
 padded with '', at most four variable positions: s, p, o and a windowed query's timestamp ``t``; a
-presence row has a null ``seq``). Spark probes
-in one job (:func:`probe_spark`); the Arrow engine probes in process (:func:`probe_arrow`),
-reading only the views some message matches. The walk in ``seq`` order is then done on those few
-rows in Arrow.
+presence row has a null ``seq``). Spark probes in one job, and one more for views with a pushed
+FILTER (:func:`probe_spark`); the Arrow engine probes in process (:func:`probe_arrow`), reading
+only the views some message matches. The walk in ``seq`` order is then done on those few rows in
+Arrow.
 """
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ from .spark import Relation, SparkZSets
 
 _PAD = ("c0", "c1", "c2", "c3")
 #: The probe's rows: a view's matching messages, and (``seq`` null) the keys present before the batch.
-_PROBED = pa.schema([("_view", pa.string()), ("seq", pa.int64()), ("op", pa.string())] + [(p, pa.string()) for p in _PAD])
+_PROBED = pa.schema([("_view", pa.string()), ("seq", pa.int64()), ("op", pa.string())]
+                    + [(p, pa.string()) for p in _PAD])
 
 
 def view_schema(view: ViewDef) -> pa.Schema:
@@ -165,7 +166,8 @@ def _matching_spark(z: SparkZSets, messages: pa.Table, views: list[ViewDef]) -> 
     return z.to_arrow(z.add(matched))
 
 
-def matching_arrow(messages: pa.Table, view: ViewDef, where: Callable[[pa.Table, str], pa.Table] | None) -> pa.Table:
+def matching_arrow(messages: pa.Table, view: ViewDef,
+                   where: Callable[[pa.Table, str], pa.Table] | None) -> pa.Table:
     """:func:`matching` on an Arrow table of messages; ``where`` evaluates the view's pushed
     FILTER (Spark SQL; None for a view without one)."""
     m = _match(view)
