@@ -183,10 +183,13 @@ class PathOperator:
         edges.load({parent[0] for nodes in suspects.values() for _, (parent, _) in nodes})
         cuts: dict[str, tuple[Tree, set[ProductNode]]] = {}
         for root in sorted(roots):
-            after = dict(trees.get(root, {}))
+            tree = trees.get(root, {})
             if seeded and not members.get(root, (True, True))[1]:
-                cuts[root] = {}, set(after)             # a seed that went takes its whole tree
+                cuts[root] = {}, set(tree)              # a seed that went takes its whole tree
             else:
+                # a tree is copied only where it changes: here where it may be cut, below where
+                # it is walked (a deletion reads tens of thousands of trees, most left as they were)
+                after = dict(tree) if expired is not None or root in suspects else tree
                 cuts[root] = after, self._cut(after, suspects.get(root, []), edges, expired)
         # the walk starts semi-naively: from the tree nodes (and the start) at a vertex with a
         # first move (an inserted edge's, or one into a removed node), along those moves only,
@@ -207,6 +210,10 @@ class PathOperator:
             nodes = _starts(root, after, at_starts.get(root, ()), inserted_from, own, root in whole)
             if nodes:
                 frontier[root] = nodes
+        for root in frontier:
+            after, gone = cuts[root]
+            if after is trees.get(root):
+                cuts[root] = dict(after), gone
         walked = self._walk({root: cuts[root][0] for root in frontier}, edges, frontier, whole)
         pairs: dict[tuple[str, str], int] = defaultdict(int)
         reach: list[tuple] = []
@@ -340,11 +347,12 @@ class PathOperator:
     # -- one tree ---------------------------------------------------------------------------------
     def _cut(self, tree: Tree, suspects: list[tuple[ProductNode, tuple[ProductNode, int]]], edges: Edges,
              expired: int | None) -> set[ProductNode]:
-        """Remove from ``tree`` (a root's before the step, a copy) the nodes that lost every path
-        and return them: the subtrees whose witness edge went, or, on a pure expiry, the nodes
-        whose time expired (see the module text). ``suspects`` are the tree's nodes whose parent
-        is joined to them by a deleted edge (:func:`_witnessed_by`), ``edges`` holds their
-        parents' edges: a suspect that another edge still leads to keeps its witness."""
+        """Remove from ``tree`` (a root's before the step, a copy unless nothing can be cut) the
+        nodes that lost every path and return them: the subtrees whose witness edge went, or, on a
+        pure expiry, the nodes whose time expired (see the module text). ``suspects`` are the
+        tree's nodes whose parent is joined to them by a deleted edge (:func:`_witnessed_by`),
+        ``edges`` holds their parents' edges: a suspect that another edge still leads to keeps its
+        witness."""
         if expired is not None:
             gone = {node for node, (_, ts) in tree.items() if ts <= expired}
         else:
