@@ -423,6 +423,8 @@ class PathOperator:
         or the root itself on a zero-length match (a constant root always; a seed or a node only
         while it is one: ``member`` before and after); only the vertices of ``changed`` nodes and
         the root can change. On the ``initial`` step there are no pairs before."""
+        if not changed and member[0] == member[1] and not initial:
+            return      # the tree and the root's membership as they were: most trees a deletion reads
         candidates = {v for v, q in changed if q in self.finals} | ({root} if self.path.automaton.nullable else set())
         for vertex in candidates:           # in any order: the step sorts the pairs it gives
             was = not initial and self._has_pair(root, vertex, before, member[0])
