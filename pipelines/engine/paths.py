@@ -210,7 +210,7 @@ class PathOperator:
             nodes = _starts(root, after, at_starts.get(root, ()), inserted_from, own, root in whole)
             if nodes:
                 frontier[root] = nodes
-        for root in frontier:
+        for root in frontier:       # the walk grows trees in place: copy those no cut copied
             after, gone = cuts[root]
             if after is trees.get(root):
                 cuts[root] = dict(after), gone
