@@ -126,11 +126,9 @@ def probe_spark(z: SparkZSets, messages: pa.Table, views: list[ViewDef]) -> pa.T
     broadcast is a job of its own, one per view). A view as ``z`` reads it may hold signed rows
     unconsolidated (merge on read): a key is present when its rows sum to a positive
     multiplicity."""
-    parts = []
-    for view in views:
-        rows = matching_arrow(messages, view, None) if not view.filter_sql else None
-        if rows is not None and rows.num_rows:
-            parts.append(_shaped_arrow(rows, view, rows["seq"], rows["op"]).cast(_PROBED))
+    matches = ((view, matching_arrow(messages, view, None)) for view in views if not view.filter_sql)
+    parts = [_shaped_arrow(rows, view, rows["seq"], rows["op"]).cast(_PROBED)
+             for view, rows in matches if rows.num_rows]
     filtered = [view for view in views if view.filter_sql]
     if filtered:
         parts.append(_matching_spark(z, messages, filtered).cast(_PROBED))
