@@ -68,7 +68,13 @@ RANDOM_QUERIES = {
     "windowed_constant_start": WINDOWED.format("<http://e/a> (<http://e/p>/<http://e/p>)+ ?y"),
     "plus": "SELECT * WHERE { ?x <http://e/p>+ ?y }",
     "there_and_back_star": "SELECT * WHERE { ?x (<http://e/p>/^<http://e/p>)* ?y }",
+    # one-edge paths (pipelines/engine/flat_paths.py): no walk, the same rows
+    "windowed_either_way": WINDOWED.format("?x (<http://e/p>|^<http://e/p>) ?y"),
+    "constant_start_optional": "SELECT * WHERE { <http://e/a> (^<http://e/p>)? ?y }",
+    "optional": "SELECT * WHERE { ?x <http://e/p>? ?y }",
 }
+
+FLAT = {"windowed_either_way", "constant_start_optional", "optional"}
 
 
 def _rows(columns: dict[str, list], mult: int) -> pa.Table:
@@ -144,3 +150,4 @@ def test_random_steps_leave_the_state_a_rebuild_would_give(name):
                 assert _content(rows, left_out) == _content(expected[table], left_out), f"{name}: seed {seed}"
             checked += 1
     assert checked == 320
+    assert PathOperator(path).flat == (name in FLAT)

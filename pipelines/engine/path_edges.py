@@ -158,14 +158,20 @@ class Edges:
         """Add to ``moves`` the moves of ``edges`` in the automaton's directions (only those out
         of a vertex of ``out_of``, or into one of ``into``, when given)."""
         forward, backward = FORWARD in self.directions, BACKWARD in self.directions
+        # each predicate's two symbols made once: a round adds hundreds of thousands of moves
+        symbols: dict[str, tuple[tuple[str, str], tuple[str, str]] | None] = {}
         for s, p, o, t in edges:
-            key = self.symbol(p)
-            if key is None:
+            if p not in symbols:
+                key = self.symbol(p)
+                symbols[p] = None if key is None else ((key, FORWARD), (key, BACKWARD))
+            pair = symbols[p]
+            if pair is None:
                 continue
+            ts = time_of(t)
             if forward and (out_of is None or s in out_of) and (into is None or o in into):
-                moves[s].append(((key, FORWARD), o, time_of(t)))
+                moves[s].append((pair[0], o, ts))
             if backward and (out_of is None or o in out_of) and (into is None or s in into):
-                moves[o].append(((key, BACKWARD), s, time_of(t)))
+                moves[o].append((pair[1], s, ts))
 
     def _around(self, vertices: set[str], from_s: bool, from_o: bool, inserted: bool = True) -> list[Triple]:
         """The edges after the step with an end in ``vertices`` (subject, object or either),

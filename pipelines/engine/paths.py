@@ -33,6 +33,9 @@ Counting derivations would not do: on a cycle, the nodes support each other afte
 reached the cycle goes. The witness forest has no cycles (a parent set a node's time, so a cycle
 would need a node raised above its own time), so a deleted edge removes exactly what it witnessed.
 
+A path whose every match is one edge or none (`a|b`, `a?`) has flat trees and takes a step of its
+own, without a walk (:mod:`.flat_paths`), after the backfill this operator makes.
+
 The walk runs in this process on both Z-set engines (a round on a small frontier would cost a
 Spark job each); the state is read as Arrow at the versions the batch started from, so a re-run
 after a crash computes the very same changes. Its cost follows the roots the batch touches and the
@@ -64,17 +67,12 @@ from views.automata import BACKWARD, FORWARD, OTHER
 from views.path_views import PathDef
 
 from .arrow import consolidate
+from .flat_paths import flat_changes, is_flat
 from .lookup import Find, finder
 from .path_edges import FOREVER, TRIPLE_SCHEMA, EdgeIndexes, Edges, Triple, ViewIndex, time_of, triples, tuples
+from .path_reach import REACH_SCHEMA, ProductNode, Tree, pairs_table, reach_row, reach_table, reached
+from .path_reach import entries as entries_of
 from .zsets import binding_schema
-
-
-#: The reach table's columns: a reached product node of a root's tree, and its witness parent.
-REACH_COLUMNS = ("root", "node", "state", "parent", "pstate", "ts")
-REACH_SCHEMA = binding_schema(REACH_COLUMNS)
-
-ProductNode = tuple[str, int]            # (graph node, automaton state)
-Tree = dict[ProductNode, tuple[ProductNode, int]]   # reached node -> (witness parent, max-min time)
 
 
 F = TypeVar("F", bound=Callable)
@@ -134,6 +132,7 @@ class PathOperator:
         self.finals = set(automaton.finals)
         self.named = {sym[0] for sym in automaton.symbols if sym[0] != OTHER}
         self.other = automaton.uses_other
+        self.flat = is_flat(path, self.moves)
 
     def _symbol(self, predicate: str) -> str | None:
         if predicate in self.named:
@@ -165,12 +164,14 @@ class PathOperator:
                 deleted += tuples(triples(predicate, minus, path.stamped))
         find = find or finder(read)
         indexes = indexes or EdgeIndexes(read, find)
+        if self.flat and not initial:           # every match one edge: no tree read, no walk
+            return flat_changes(path, self.moves, self._symbol, deltas, find, indexes, inserted, deleted)
         views = [indexes.get(p, v, path.stamped) for p, v in path.edges]
         roots, read_whole, members = self._roots(deltas, find, indexes, inserted, deleted)
         edges = Edges(views, inserted, set(deleted), self._symbol, {sym[1] for _, sym in self.moves})
         if not initial and not path.simple:
             roots = read_whole | self._changing(roots - read_whole, find, edges)
-        rows = self._reached(find, roots)
+        rows = reached(find, self.path.reach, roots)
         trees = _trees(rows)
         stored = self._stored(read, find, roots) if path.simple and not initial else {}
         if path.simple:
@@ -206,7 +207,7 @@ class PathOperator:
             if seeded and not was:
                 whole.add(root)
             # the tree's own starts: where a walk can re-enter one of its removed nodes
-            own = {u for v in {v for v, _ in gone} for u in sources.get(v, ())}
+            own = {u for v in {v for v, _ in gone} for u in sources.get(v, ())} if gone else frozenset()
             nodes = _starts(root, after, at_starts.get(root, ()), inserted_from, own, root in whole)
             if nodes:
                 frontier[root] = nodes
@@ -221,8 +222,11 @@ class PathOperator:
             # (before, after): a seed's membership of its view, a node's of the graph (for a
             # zero-length match); a root whose triples did not change is in both (it has a tree)
             was, now = members.get(root, (True, True))
+            grown = walked.get(root)
+            changed = gone | grown if grown else gone
+            if not (changed or was != now or initial or path.simple):
+                continue    # the tree and the root's membership as they were: most trees a deletion reads
             before = trees.get(root, {})
-            changed = gone | walked.get(root, set())
             if path.simple:
                 old = set() if initial else stored.get(root, set())
                 new = self._simple(root, edges) if not (seeded and not now) else set()
@@ -233,7 +237,7 @@ class PathOperator:
             for pair, sign in changes:
                 pairs[pair] += sign
             reach += _reach_changes(root, before, after, changed)
-        return {path.id: self._pairs_table(pairs), path.reach: _reach_table(reach)}
+        return {path.id: pairs_table(path, pairs), path.reach: reach_table(reach)}
 
     def _simple(self, root: str, edges: Edges) -> set[tuple[str, str]]:
         """The root's pairs under simple-path semantics: nodes reached in a final state along a
@@ -329,20 +333,13 @@ class PathOperator:
         if not candidates:
             return set()
         ends = set(edges.first) | {target for moves in edges.first.values() for _, target, _ in moves}
-        rows = self._reached(find, ends, "node")
+        rows = reached(find, self.path.reach, ends, "node")
         rows = rows.filter(pc.is_in(rows["root"], pa.array(sorted(candidates), pa.string())))
         trees = _trees(rows)
         at_starts = _at(rows, edges.first, self.leaving)
         frontier = {root: nodes for root in candidates
                     if (nodes := _starts(root, trees[root], at_starts.get(root, ()), edges.first, set(), False))}
         return {root for root, nodes in self._walk(trees, edges, frontier, set(), rounds=1).items() if nodes}
-
-    def _reached(self, find: Find, values: set[str], column: str = "root") -> pa.Table:
-        """The reach rows whose ``column`` holds one of ``values`` (by default: the trees of those
-        roots), automaton states as integers."""
-        rows = find(self.path.reach, column, pa.array(sorted(values), pa.string()))
-        return pa.table({c: pc.cast(rows[c], pa.int64()) if c in ("state", "pstate") else rows[c]
-                         for c in REACH_COLUMNS})
 
     # -- one tree ---------------------------------------------------------------------------------
     def _cut(self, tree: Tree, suspects: list[tuple[ProductNode, tuple[ProductNode, int]]], edges: Edges,
@@ -423,8 +420,6 @@ class PathOperator:
         or the root itself on a zero-length match (a constant root always; a seed or a node only
         while it is one: ``member`` before and after); only the vertices of ``changed`` nodes and
         the root can change. On the ``initial`` step there are no pairs before."""
-        if not changed and member[0] == member[1] and not initial:
-            return      # the tree and the root's membership as they were: most trees a deletion reads
         candidates = {v for v, q in changed if q in self.finals} | ({root} if self.path.automaton.nullable else set())
         for vertex in candidates:           # in any order: the step sorts the pairs it gives
             was = not initial and self._has_pair(root, vertex, before, member[0])
@@ -434,26 +429,11 @@ class PathOperator:
 
     def _has_pair(self, root: str, vertex: str, tree: Tree, member: bool) -> bool:
         """Whether ``(root, vertex)`` is one of the root's pairs with this tree and membership."""
-        if any((vertex, f) in tree for f in self.finals):
-            return True
+        for final in self.finals:       # a loop, not any(): called for every changed final node
+            if (vertex, final) in tree:
+                return True
         return vertex == root and self.path.automaton.nullable and (self.path.root is not None or member)
 
-    def _pairs_table(self, pairs: Mapping[tuple[str, str], int]) -> pa.Table:
-        """The path view's change: pairs as its columns (root and end, one variable, or none)."""
-        path = self.path
-        kept = [(root, node, mult) for (root, node), mult in sorted(pairs.items())
-                if mult and not (path.same and root != node) and not (path.end is not None and node != path.end)]
-        roots, nodes, mults = (list(c) for c in zip(*kept)) if kept else ([], [], [])
-        values = {"v0": roots, "v1": nodes} if path.root is None else {"v0": nodes}
-        return pa.table({**{c: values[c] for c in path.columns}, MULT: mults}, schema=binding_schema(path.columns))
-
-
-def _entries(rows: pa.Table) -> tuple[list[ProductNode], list[tuple[ProductNode, int]]]:
-    """Reach rows (:meth:`PathOperator._reached`) as their nodes and their (witness parent, max-min
-    time) entries, two lists built by zipping whole columns (a batch reads hundreds of thousands)."""
-    ts = pc.cast(pc.if_else(pc.equal(pc.fill_null(rows["ts"], ""), ""), str(FOREVER), rows["ts"]), pa.int64())
-    nodes = list(zip(rows["node"].to_pylist(), rows["state"].to_pylist()))
-    return nodes, list(zip(zip(rows["parent"].to_pylist(), rows["pstate"].to_pylist()), ts.to_pylist()))
 
 
 def _runs(roots: pa.ChunkedArray) -> Iterator[tuple[str, int, int]]:
@@ -471,7 +451,7 @@ def _runs(roots: pa.ChunkedArray) -> Iterator[tuple[str, int, int]]:
 def _trees(rows: pa.Table) -> dict[str, Tree]:
     """Each root's tree from its reach rows."""
     trees: dict[str, Tree] = defaultdict(dict)
-    nodes, entries = _entries(rows)
+    nodes, entries = entries_of(rows)
     for root, start, end in _runs(rows["root"]):
         trees[root].update(zip(nodes[start:end], entries[start:end]))
     return trees
@@ -482,7 +462,7 @@ def _by_root(rows: pa.Table, mask: pa.ChunkedArray) -> dict[str, list[tuple[Prod
     in Arrow, so that a batch's work follows the few rows it needs, not the trees it touches."""
     out: dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]] = defaultdict(list)
     picked = rows.filter(mask)
-    nodes, entries = _entries(picked)
+    nodes, entries = entries_of(picked)
     for root, start, end in _runs(picked["root"]):
         out[root] += zip(nodes[start:end], entries[start:end])
     return out
@@ -520,18 +500,8 @@ def _reach_changes(root: str, before: Tree, after: Tree, changed: set[ProductNod
     for node in sorted(changed):
         old, new = before.get(node), after.get(node)
         if old != new:
-            rows += [_reach_row(root, node, entry, sign) for entry, sign in ((old, -1), (new, 1)) if entry is not None]
+            rows += [reach_row(root, node, entry, sign) for entry, sign in ((old, -1), (new, 1)) if entry is not None]
     return rows
-
-
-def _reach_row(root: str, node: ProductNode, entry: tuple[ProductNode, int], sign: int) -> tuple:
-    (vertex, state), ((parent, pstate), ts) = node, entry
-    return root, vertex, str(state), parent, str(pstate), "" if ts == FOREVER else str(ts), sign
-
-
-def _reach_table(rows: list[tuple]) -> pa.Table:
-    columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in REACH_SCHEMA.names]
-    return pa.table(dict(zip(REACH_SCHEMA.names, columns)), schema=REACH_SCHEMA)
 
 
 def _graph_after(views: list[ViewIndex], deleted: list[Triple]) -> pa.Table:
