@@ -24,7 +24,7 @@ from views.path_views import PathDef
 
 from .lookup import Find
 from .path_edges import FOREVER, EdgeIndexes, Edges, Triple
-from .path_reach import Entry, entries, pairs_table, reach_row, reach_table, reached
+from .path_reach import Entry, entries_of, pairs_table, reach_row, reach_table, reached
 
 Moves = Mapping[tuple[int, tuple[str, str]], int]       # (state, symbol) -> next state
 
@@ -96,7 +96,7 @@ def _stored(find: Find, reach: str, keys: Mapping[tuple[str, str], object]) -> d
     wanted = pa.array(sorted(f"{root}\n{vertex}" for root, vertex in keys), pa.string())
     rows = rows.filter(pc.is_in(pc.binary_join_element_wise(rows["root"], rows["node"], "\n"), value_set=wanted))
     out: dict[tuple[str, str], dict[int, Entry]] = defaultdict(dict)
-    for root, ((vertex, state), entry) in zip(rows["root"].to_pylist(), zip(*entries(rows))):
+    for root, ((vertex, state), entry) in zip(rows["root"].to_pylist(), zip(*entries_of(rows))):
         out[(root, vertex)][state] = entry
     return out
 

@@ -33,7 +33,7 @@ def reached(find: Find, reach: str, values: set[str], column: str = "root") -> p
     return pa.table({c: pc.cast(rows[c], pa.int64()) if c in ("state", "pstate") else rows[c] for c in REACH_COLUMNS})
 
 
-def entries(rows: pa.Table) -> tuple[list[ProductNode], list[Entry]]:
+def entries_of(rows: pa.Table) -> tuple[list[ProductNode], list[Entry]]:
     """Reach rows (:func:`reached`) as their nodes and their (witness parent, max-min time)
     entries, two lists built by zipping whole columns (a batch reads hundreds of thousands)."""
     ts = pc.cast(pc.if_else(pc.equal(pc.fill_null(rows["ts"], ""), ""), str(FOREVER), rows["ts"]), pa.int64())

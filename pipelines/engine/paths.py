@@ -70,8 +70,7 @@ from .arrow import consolidate
 from .flat_paths import flat_changes, is_flat
 from .lookup import Find, finder
 from .path_edges import FOREVER, TRIPLE_SCHEMA, EdgeIndexes, Edges, Triple, ViewIndex, time_of, triples, tuples
-from .path_reach import REACH_SCHEMA, ProductNode, Tree, pairs_table, reach_row, reach_table, reached
-from .path_reach import entries as entries_of
+from .path_reach import REACH_SCHEMA, ProductNode, Tree, entries_of, pairs_table, reach_row, reach_table, reached
 from .zsets import binding_schema
 
 
@@ -171,7 +170,7 @@ class PathOperator:
         edges = Edges(views, inserted, set(deleted), self._symbol, {sym[1] for _, sym in self.moves})
         if not initial and not path.simple:
             roots = read_whole | self._changing(roots - read_whole, find, edges)
-        rows = reached(find, self.path.reach, roots)
+        rows = reached(find, path.reach, roots)
         trees = _trees(rows)
         stored = self._stored(read, find, roots) if path.simple and not initial else {}
         if path.simple:
@@ -433,7 +432,6 @@ class PathOperator:
             if (vertex, final) in tree:
                 return True
         return vertex == root and self.path.automaton.nullable and (self.path.root is not None or member)
-
 
 
 def _runs(roots: pa.ChunkedArray) -> Iterator[tuple[str, int, int]]:
