@@ -14,7 +14,7 @@ pattern's bindings (a root that comes or goes takes its whole tree) and simple p
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Mapping
+from typing import Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,7 +23,7 @@ from views.automata import BACKWARD, FORWARD
 from views.path_views import PathDef
 
 from .lookup import Find
-from .path_edges import FOREVER, EdgeIndexes, Edges, Triple
+from .path_edges import FOREVER, EdgeIndexes, Edges
 from .path_reach import Entry, entries_of, pairs_table, reach_row, reach_table, reached
 
 Moves = Mapping[tuple[int, tuple[str, str]], int]       # (state, symbol) -> next state
@@ -36,19 +36,18 @@ def is_flat(path: PathDef, moves: Moves) -> bool:
         and path.seed is None and not path.simple
 
 
-def flat_changes(path: PathDef, moves: Moves, symbol: Callable[[str], str | None],
-                 deltas: Mapping[str, pa.Table], find: Find, indexes: EdgeIndexes,
-                 inserted: list[Triple], deleted: list[Triple]) -> dict[str, pa.Table]:
-    """The changes of ``path``'s pairs and reach tables for the step's ``inserted`` and
-    ``deleted`` edges (see the module text); ``symbol`` maps a predicate to its automaton symbol."""
+def flat_changes(path: PathDef, moves: Moves, edges: Edges, deltas: Mapping[str, pa.Table], find: Find,
+                 indexes: EdgeIndexes) -> dict[str, pa.Table]:
+    """The changes of ``path``'s pairs and reach tables for the step's inserted and deleted
+    ``edges`` (the graph after the step, loaded on demand; see the module text)."""
     finals = set(path.automaton.finals)
     stamped = path.stamped
     # the nodes a changed edge moves a root's start to, by (root, vertex): their entries may change
     keys: dict[tuple[str, str], set[int]] = defaultdict(set)
     fresh: dict[tuple[str, str], set[int]] = defaultdict(set)     # those an inserted edge reaches
-    for triples, into in ((inserted, fresh), (deleted, None)):
+    for triples, into in ((edges.inserted, fresh), (edges.deleted, None)):
         for s, p, o, _ in triples:
-            sym = symbol(p)
+            sym = edges.symbol(p)
             for direction, root, vertex in ((FORWARD, s, o), (BACKWARD, o, s)):
                 state = None if sym is None else moves.get((0, (sym, direction)))
                 if state is not None and (path.root is None or root == path.root):
@@ -69,7 +68,7 @@ def flat_changes(path: PathDef, moves: Moves, symbol: Callable[[str], str | None
     # minimal automaton of one-edge matches moves its start to one state, so an inserted edge
     # leaves its pair's node there whatever else the step deleted
     recount = set(keys) if stamped else {key for key in keys if key not in fresh}
-    after = _counted(path, moves, symbol, indexes, inserted, deleted, recount)
+    after = _counted(moves, edges, recount)
     pairs: dict[tuple[str, str], int] = defaultdict(int)
     reach: list[tuple] = []
     for key in sorted(keys):
@@ -101,15 +100,11 @@ def _stored(find: Find, reach: str, keys: Mapping[tuple[str, str], object]) -> d
     return out
 
 
-def _counted(path: PathDef, moves: Moves, symbol: Callable[[str], str | None], indexes: EdgeIndexes,
-             inserted: list[Triple], deleted: list[Triple],
-             keys: set[tuple[str, str]]) -> dict[tuple[str, str], dict[int, Entry]]:
+def _counted(moves: Moves, edges: Edges, keys: set[tuple[str, str]]) -> dict[tuple[str, str], dict[int, Entry]]:
     """The entries of ``keys`` (root, vertex) after the step, from the edges between the two: per
     state the start moves to, the latest time of those edges (one lookup of the roots' edges)."""
     if not keys:
         return {}
-    views = [indexes.get(p, v, path.stamped) for p, v in path.edges]
-    edges = Edges(views, inserted, set(deleted), symbol, {sym[1] for _, sym in moves})
     edges.load({root for root, _ in keys})
     out: dict[tuple[str, str], dict[int, Entry]] = defaultdict(dict)
     for root in {root for root, _ in keys}:

@@ -163,11 +163,11 @@ class PathOperator:
                 deleted += tuples(triples(predicate, minus, path.stamped))
         find = find or finder(read)
         indexes = indexes or EdgeIndexes(read, find)
-        if self.flat and not initial:           # every match one edge: no tree read, no walk
-            return flat_changes(path, self.moves, self._symbol, deltas, find, indexes, inserted, deleted)
         views = [indexes.get(p, v, path.stamped) for p, v in path.edges]
-        roots, read_whole, members = self._roots(deltas, find, indexes, inserted, deleted)
         edges = Edges(views, inserted, set(deleted), self._symbol, {sym[1] for _, sym in self.moves})
+        if self.flat and not initial:           # every match one edge: no tree read, no walk
+            return flat_changes(path, self.moves, edges, deltas, find, indexes)
+        roots, read_whole, members = self._roots(deltas, find, indexes, inserted, deleted)
         if not initial and not path.simple:
             roots = read_whole | self._changing(roots - read_whole, find, edges)
         rows = reached(find, path.reach, roots)
