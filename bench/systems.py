@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Protocol, TypeVar
+from typing import Callable, Collection, Iterator, Mapping, Protocol, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -60,10 +60,12 @@ class BenchQuery:
     plan: QueryPlan
 
     @classmethod
-    def from_file(cls, path: Path) -> "BenchQuery":
+    def from_file(cls, path: Path, shared_paths: Collection[str] = ()) -> "BenchQuery":
+        """The query of file ``path``, planned as ``lakegraph register`` plans it on a lake whose
+        queries keep the path views ``shared_paths``."""
         text = path.read_text(encoding="utf-8")
         query = parse_query(text, path.name)
-        return cls(path.stem, text, query, compile_query(query, path.stem))
+        return cls(path.stem, text, query, compile_query(query, path.stem, shared_paths=shared_paths))
 
 
 @dataclass

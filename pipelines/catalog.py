@@ -55,6 +55,11 @@ def distinct_paths(plans: list[QueryPlan]) -> list[PathDef]:
     return _by_id(path for plan in plans for path in plan.paths)
 
 
+def kept_paths(store: TableStore) -> frozenset[str]:
+    """The ids of the path views the registered queries keep: a new query shares those it can."""
+    return frozenset(path.id for query in registered(store) for path in query.plan.paths)
+
+
 def _by_id(items: Iterable[Shared]) -> list[Shared]:
     """``items`` with one of each id, sorted by id (the order state tables are read and written in)."""
     seen: dict[str, Shared] = {}

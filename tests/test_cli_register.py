@@ -33,6 +33,15 @@ def views_held(lake: str) -> set[str]:
     return {r[VIEW] for r in sums if r[f"{MULT}_sum"] > 0}
 
 
+def register_on(lake: str, tmp_path, queries: dict[str, str], graph: str) -> None:
+    """Ingest N-Triples ``graph`` into ``lake``, then register ``queries`` (name: text) in order."""
+    (tmp_path / "g.nt").write_text(graph, encoding="utf-8")
+    assert cli.main(["--lake", lake, "ingest", str(tmp_path / "g.nt")]) == 0
+    for name, text in queries.items():
+        (tmp_path / f"{name}.rq").write_text(text, encoding="utf-8")
+        assert cli.main(["--lake", lake, "register", str(tmp_path / f"{name}.rq")]) == 0
+
+
 @pytest.fixture()
 def lake(tmp_path, spark):  # noqa: ARG001 - the shared session, which the CLI reuses
     path = str(tmp_path / "lake")
@@ -66,13 +75,9 @@ def test_a_bad_name_is_refused(lake, tmp_path, capsys, name):
 
 
 def test_queries_lists_and_unregister_keeps_shared_views(lake, tmp_path, capsys):
-    (tmp_path / "a.rq").write_text("SELECT ?s { ?s <http://e/p> ?o . ?o <http://e/q> ?z }", encoding="utf-8")
-    (tmp_path / "b.rq").write_text("SELECT ?s { ?s <http://e/p> ?o }", encoding="utf-8")
-    (tmp_path / "g.nt").write_text("<http://e/a> <http://e/p> <http://e/b> .\n<http://e/b> <http://e/q> <http://e/c> .\n",
-                                   encoding="utf-8")
-    assert cli.main(["--lake", lake, "ingest", str(tmp_path / "g.nt")]) == 0
-    for f in ("a.rq", "b.rq"):
-        assert cli.main(["--lake", lake, "register", str(tmp_path / f)]) == 0
+    register_on(lake, tmp_path, {"a": "SELECT ?s { ?s <http://e/p> ?o . ?o <http://e/q> ?z }",
+                                 "b": "SELECT ?s { ?s <http://e/p> ?o }"},
+                "<http://e/a> <http://e/p> <http://e/b> .\n<http://e/b> <http://e/q> <http://e/c> .\n")
     capsys.readouterr()
     assert cli.main(["--lake", lake, "queries"]) == 0
     listed = [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()]
@@ -87,6 +92,26 @@ def test_queries_lists_and_unregister_keeps_shared_views(lake, tmp_path, capsys)
     tables = set(lake_state(lake))
     assert not any(t.startswith("gold_a") for t in tables) and "gold_b" in tables
     assert len(views_held(lake)) == 1 and views_held(lake) < views_before   # b's pattern stays, a's own one is gone
+
+
+def test_a_registered_path_is_shared_and_kept_while_a_query_uses_it(lake, tmp_path, capsys):
+    """``?m b* ?y`` bound at ?m by another pattern walks b* from a's objects, unless the lake keeps
+    b* from every node already (for query ``walk``): then the query shares that path view, which
+    stays when ``walk`` goes."""
+    register_on(lake, tmp_path, {"walk": "SELECT * { ?x <http://e/b>* ?y }",
+                                 "from_a": "SELECT * { ?x <http://e/a> ?m . ?m <http://e/b>* ?y }"},
+                "<http://e/s> <http://e/a> <http://e/n> .\n<http://e/n> <http://e/b> <http://e/o> .\n")
+    paths = {t for t in lake_state(lake) if t.startswith("p_")}
+    assert len(paths) == 2                      # one path view and its reach table, for both queries
+    capsys.readouterr()
+    assert cli.main(["--lake", lake, "explain", "from_a"]) == 0
+    assert "roots: every node with a first move" in capsys.readouterr().out
+    assert cli.main(["--lake", lake, "unregister", "walk"]) == 0
+    assert {t for t in lake_state(lake) if t.startswith("p_")} == paths
+    capsys.readouterr()
+    assert cli.main(["--lake", lake, "answers", "from_a", "--format", "csv"]) == 0
+    assert sorted(capsys.readouterr().out.splitlines()[1:]) == ["http://e/s,http://e/n,http://e/n",
+                                                                "http://e/s,http://e/n,http://e/o"]
 
 
 def test_a_register_query_header_names_the_query(lake, tmp_path, capsys):

@@ -91,3 +91,21 @@ def test_an_end_another_pattern_binds_seeds_the_roots() -> None:
     assert path.seed == (view.id, "v1") and path.canonical.startswith("?v0 (^<p:b>)* ?v1 ROOTS")
     assert path.nodes is None                  # a seed is in the graph: no view of every triple
     assert "another pattern binds this end" in explain(plan)
+
+
+@pytest.mark.parametrize("kept", ["SELECT * { ?u <p:b>* ?v }", "SELECT * { ?u ^<p:b>* ?v }"])
+def test_a_bound_end_shares_the_path_the_lake_keeps_from_every_node(kept) -> None:
+    """A path view the lake keeps from every node (for another query, in either direction) is
+    shared rather than walked again from the seeds; one kept only from seeds, a simple-path one or
+    a windowed query's own is not."""
+    text = "SELECT * { ?x <p:a> ?m . ?m <p:b>* ?y }"
+    other = compile_query(parse_query(kept), "other").paths[0]
+    shared = compile_query(parse_query(text), "q", shared_paths={other.id})
+    assert shared.paths == (other,) and other.seed is None
+    assert "every node with a first move" in explain(shared)
+    seeded = compile_query(parse_query(text), "q").paths[0]
+    assert seeded.seed is not None
+    assert compile_query(parse_query(text), "r", shared_paths={seeded.id}).paths == (seeded,)
+    assert compile_query(parse_query(text), "q", paths="simple", shared_paths={other.id}).paths[0].seed is not None
+    windowed = ("SELECT * FROM STREAM <s:x> [RANGE 10s STEP 5s] WHERE { ?x <p:a> ?m . ?m <p:b>* ?y }")
+    assert compile_query(parse_query(windowed), "w", shared_paths={other.id}).paths[0].seed is not None

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Collection
 
 from .automata import Automaton, compile_path
 from .model import Node, Var
-from .paths import PathPattern, inverse, path_text
+from .paths import Path, PathPattern, inverse, path_text
 
 #: The edge views of a path: ``(predicate, view id)``; predicate ``""`` is the view of every triple.
 ALL = ""
@@ -86,19 +86,30 @@ class PathDef:
 
 def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str, bool], str],
              bound: Callable[[str], tuple[str, str] | None], simple: bool = False,
-             stamped: bool = False) -> tuple[PathDef, tuple[tuple[str, str], ...]]:
+             stamped: bool = False, shared: Collection[str] = ()) -> tuple[PathDef, tuple[tuple[str, str], ...]]:
     """The path view of ``pattern`` (over the whole graph, or query ``scope``'s own graph) and how
     its columns bind query variables; ``edge_view(predicate, timed)`` gives the id of the view its
     edges of that predicate come from (:data:`ALL`: every triple), with their event time when
     ``timed``; ``bound(variable)`` the (view id, column) of a triple pattern binding the variable
     at its subject or object, if any; ``simple`` asks for simple-path semantics; ``stamped`` for
-    max-min event times (a query over stream windows)."""
+    max-min event times (a query over stream windows); ``shared`` the ids of the path views the
+    lake keeps already (for other queries).
+
+    A path with two variable ends that the lake keeps from every node already (in either
+    direction) is that view: even where another pattern binds an end, whose values would be the
+    roots, the join with that pattern narrows the shared pairs to the same answers, and a batch
+    walks the path once rather than a second time from a subset of its roots."""
     s, path, o = pattern.s, pattern.path, pattern.o
     seed = None
     if isinstance(s, Var) and isinstance(o, Var) and s != o:
-        seed = bound(s.name)
-        if seed is None and bound(o.name) is not None:
-            s, path, o, seed = o, inverse(path), s, bound(o.name)      # walk from the bound end
+        kept = [(a, p, b) for a, p, b in ((s, path, o), (o, inverse(path), s))
+                if _path_id(_canonical("?v0", p, "?v1", None, simple), scope) in shared]
+        if kept:
+            s, path, o = kept[0]
+        else:
+            seed = bound(s.name)
+            if seed is None and bound(o.name) is not None:
+                s, path, o, seed = o, inverse(path), s, bound(o.name)      # walk from the bound end
     elif isinstance(s, Var) and not isinstance(o, Var):
         s, path, o = o, inverse(path), s          # walk from the constant
     automaton = compile_path(path)
@@ -109,17 +120,27 @@ def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str, 
             return "?" + names.setdefault(node.name, f"v{len(names)}")
         return node
 
-    canonical = (f"{end(s)} {path_text(path)} {end(o)}" + (f" ROOTS {seed[0]}.{seed[1]}" if seed else "")
-                 + (" SIMPLE" if simple else ""))
+    canonical = _canonical(end(s), path, end(o), seed, simple)
     root = None if isinstance(s, Var) else s
     needs_all = automaton.uses_other or (root is None and seed is None and automaton.nullable)
     predicates = sorted({sym[0] for _, sym, _ in automaton.moves})
     edges = ((ALL, edge_view(ALL, stamped)),) if automaton.uses_other else \
         tuple((p, edge_view(p, stamped)) for p in predicates)
     definition = PathDef(
-        id="p_" + hashlib.sha256((canonical + (f" @{scope}" if scope else "")).encode("utf-8")).hexdigest()[:16],
+        id=_path_id(canonical, scope),
         canonical=canonical, automaton=automaton, root=root, seed=seed, end=None if isinstance(o, Var) else o,
         columns=tuple(names.values()), same=isinstance(s, Var) and s == o, edges=edges,
         nodes=edge_view(ALL, False) if needs_all else None, simple=simple, stamped=stamped)
     return definition, tuple((col, var) for var, col in names.items())
 
+
+def _path_id(canonical: str, scope: str | None) -> str:
+    """A path view's id: a windowed query's are its own (``scope``), the others shared by equal
+    canonical text."""
+    return "p_" + hashlib.sha256((canonical + (f" @{scope}" if scope else "")).encode("utf-8")).hexdigest()[:16]
+
+
+def _canonical(start: str, path: Path, end: str, seed: tuple[str, str] | None, simple: bool) -> str:
+    """A path view's text, its root end first: what makes two path views one."""
+    return f"{start} {path_text(path)} {end}" + (f" ROOTS {seed[0]}.{seed[1]}" if seed else "") + \
+        (" SIMPLE" if simple else "")

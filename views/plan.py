@@ -25,7 +25,7 @@ import hashlib
 import json
 import re
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Collection, Sequence
 
 from .aggregates import Aggregation, aggregation_plan
 from .decompose import Part, decompose, delta_orders, overlap_edges, query_class, star_decomposition
@@ -151,11 +151,12 @@ PATH_SEMANTICS = ("walks", "simple")
 
 
 def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: str | None = None,
-                  paths: str = "walks") -> QueryPlan:
+                  paths: str = "walks", shared_paths: Collection[str] = ()) -> QueryPlan:
     """The plan of ``query`` registered as ``name``; ``lateness_ms`` is the allowed lateness of its
     time and ``[NOW]`` windows; ``output_stream`` (a bare IRI) the stream a ``REGISTER STREAM``
     query appends to (default ``urn:lakegraph:stream:<name>``); ``paths`` the semantics of its
-    path views (:data:`PATH_SEMANTICS`)."""
+    path views (:data:`PATH_SEMANTICS`); ``shared_paths`` the ids of the path views the lake keeps
+    for other queries, which this one shares where it can (:func:`~views.path_views.path_def`)."""
     validate_name(name)
     if paths not in PATH_SEMANTICS:
         raise UnsupportedQuery(f"query {name}: unknown path semantics {paths!r} (use walks or simple)")
@@ -204,7 +205,7 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: 
                 return view.id, column
         return None
 
-    views = [path_def(p, scope, edge_view, bound, paths == "simple", bool(query.streams))
+    views = [path_def(p, scope, edge_view, bound, paths == "simple", bool(query.streams), shared_paths)
              if isinstance(p, PathPattern) else triple_views[i]
              for i, p in enumerate(patterns)]
     components = tuple(_component(part, patterns, views, local[k]) for k, part in enumerate(parts))

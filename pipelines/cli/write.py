@@ -55,15 +55,18 @@ def read_query(path: str) -> tuple[str, str]:
 
 
 def compile_file(path: str, name: str | None, lateness: str | None = None, output_stream: str | None = None,
-                 paths: str = "walks"):
+                 paths: str = "walks", store=None):
     """The plan of a query file, named ``name``, else by its ``REGISTER QUERY name AS`` header, else
     after the file; ``lateness`` is the allowed lateness of its windows (a duration, e.g. ``2s``),
     ``output_stream`` the stream of a ``REGISTER STREAM`` query (an IRI, with or without <>),
-    ``paths`` the semantics of its property paths."""
+    ``paths`` the semantics of its property paths; with the lake's ``store``, the plan shares the
+    path views its registered queries keep where it can."""
     from schemas.formats.base import parse_stream
     from views.plan import compile_query, validate_name
     from views.sparql import parse_query
     from views.streams import parse_duration
+
+    from .. import catalog
 
     try:
         lateness_ms = parse_duration(lateness) if lateness is not None else 0
@@ -76,14 +79,15 @@ def compile_file(path: str, name: str | None, lateness: str | None = None, outpu
     text, stem = read_query(path)
     query = parse_query(text, path)
     chosen = name if name is not None else query.register_name or stem      # --name "" is refused, not ignored
-    return compile_query(query, validate_name(chosen), lateness_ms, output, paths)
+    shared = catalog.kept_paths(store) if store is not None else frozenset()
+    return compile_query(query, validate_name(chosen), lateness_ms, output, paths, shared)
 
 
 def cmd_register(ctx: "Context") -> None:
     from ..engine.register import register
 
-    plan = compile_file(ctx.args.file, ctx.args.name, ctx.args.lateness, ctx.args.output_stream, ctx.args.paths)
     store = ctx.require_lake()
+    plan = compile_file(ctx.args.file, ctx.args.name, ctx.args.lateness, ctx.args.output_stream, ctx.args.paths, store)
     result = register(store, ctx.spark, plan, ctx.args.engine, ctx.args.master, ctx.wait)
     print(f"registered {plan.name} ({plan.query_class}) at batch {result['batch']}: "
           f"{result['views']} view(s), {result['new_views']} new; {result['answers']} answer(s) from the backfill"
