@@ -203,10 +203,11 @@ class SparkClosure(SparkRecompute):
 
 # -- the run ----------------------------------------------------------------------------------------
 def state_rows(system: Lakegraph) -> dict:
-    """Per path view of the lake: its reach rows (the witness forest) and its pairs."""
+    """Per path view of the lake: its reach rows (the witness forest, of the table it may share
+    with another path view: a star's is its plus's) and its pairs."""
     paths = {p.id: p for q in system.queries for p in q.plan.paths}
-    return {p.canonical: {"reach": system.store.row_count(p.reach), "pairs": system.store.row_count(p.id)}
-            for p in paths.values()}
+    return {p.canonical: {"reach": system.store.row_count(p.reach), "reach_table": p.reach,
+                          "pairs": system.store.row_count(p.id)} for p in paths.values()}
 
 
 def run(settings: Settings, spark: SparkSource, work: Path, command: str, log: Callable[[str], None]) -> list[dict]:

@@ -188,6 +188,12 @@ def _per_query(records: list[dict]) -> list[str]:
             "per-query time.", ""]
 
 
+def _totals(state: dict) -> tuple[int, int]:
+    """Reach rows (each reach table once: a star shares its plus's) and pairs, over every path view."""
+    reach = {entry.get("reach_table", name): entry["reach"] for name, entry in state["paths"].items()}
+    return sum(reach.values()), sum(entry["pairs"] for entry in state["paths"].values())
+
+
 def _state(records: list[dict]) -> list[str]:
     states = [r for r in records if r["kind"] == "state"]
     paths = sorted(states[0]["paths"])
@@ -198,7 +204,7 @@ def _state(records: list[dict]) -> list[str]:
             rows.append([f"`{path.replace('<http://lakegraph.example/snb/', 'snb:').replace('>', '')}`",
                          state["after"], f"{state['edges']:,}", f"{entry['reach']:,}", f"{entry['pairs']:,}",
                          f"{entry['reach'] / entry['pairs']:.2f}" if entry["pairs"] else "·"])
-    total = [sum(s["paths"][p][k] for p in paths) for s in (states[0], states[-1]) for k in ("reach", "pairs")]
+    total = [n for state in (states[0], states[-1]) for n in _totals(state)]
     rows.append(["all path views", "registration / end", "", f"{total[0]:,} / {total[2]:,}",
                  f"{total[1]:,} / {total[3]:,}", f"{total[0] / total[1]:.2f} / {total[2] / total[3]:.2f}"])
     return _table(["path view", "after", "graph edges", "reach rows", "pairs", "reach rows per pair"], rows)

@@ -76,7 +76,8 @@ def graph_views(plans: list[QueryPlan]) -> list[ViewDef]:
 
 
 def _path_tables(plans: list[QueryPlan]) -> list[str]:
-    return [t for p in distinct_paths(plans) for t in (p.id, p.reach)]
+    """Each path view's table and its reach table, each once (a star shares its plus's)."""
+    return list(dict.fromkeys(t for p in distinct_paths(plans) for t in (p.id, p.reach)))
 
 
 def shared_tables(plans: list[QueryPlan]) -> list[str]:

@@ -1,10 +1,13 @@
 """Property paths in the query model: the spec's translation, the automata, and the path views' plan."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 
 from views.automata import BACKWARD, FORWARD, OTHER, compile_path
 from views.model import Compare, Const, TriplePattern, Var
+from views.path_views import PathDef
 from views.paths import Alt, Link, Negated, PathPattern, Repeat, Seq, inverse, path_text
 from views.plan import QueryPlan, compile_query, explain
 from views.sparql import parse_query
@@ -109,3 +112,19 @@ def test_a_bound_end_shares_the_path_the_lake_keeps_from_every_node(kept) -> Non
     assert compile_query(parse_query(text), "q", paths="simple", shared_paths={other.id}).paths[0].seed is not None
     windowed = ("SELECT * FROM STREAM <s:x> [RANGE 10s STEP 5s] WHERE { ?x <p:a> ?m . ?m <p:b>* ?y }")
     assert compile_query(parse_query(windowed), "w", shared_paths={other.id}).paths[0].seed is not None
+
+
+def test_a_star_walks_its_plus() -> None:
+    """``p*`` walks the automaton of ``p+`` and adds the zero-length pairs, so a star and its plus
+    from the same roots keep one reach table; a plan made before (no walk) keeps its own."""
+    star = compile_query(parse_query("SELECT * { ?x (<p:a>|<p:b>)* ?y }"), "q").paths[0]
+    plus = compile_query(parse_query("SELECT * { ?x (<p:a>|<p:b>)+ ?y }"), "q").paths[0]
+    assert star.walk == plus.id and star.reach == plus.reach and star.id != plus.id
+    assert star.automaton == plus.automaton and star.nullable and not plus.nullable and star.nodes
+    assert "walk: that of the path's plus" in explain(compile_query(parse_query("SELECT * { ?x <p:a>* ?y }"), "q"))
+    earlier = {k: v for k, v in asdict(star).items() if k != "walk"}     # a plan's JSON before stars walked
+    earlier["automaton"] = asdict(compile_path(Repeat(Alt((Link(A), Link(B))), 0, None)))
+    before = PathDef.from_dict(earlier)
+    assert before.walk is None and before.reach == f"{before.id}_reach" and before.nullable
+    simple = compile_query(parse_query("SELECT * { ?x <p:a>* ?y }"), "q", paths="simple").paths[0]
+    assert simple.walk is None and simple.automaton.nullable

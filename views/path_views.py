@@ -20,7 +20,7 @@ from typing import Callable, Collection
 
 from .automata import Automaton, compile_path
 from .model import Node, Var
-from .paths import Path, PathPattern, inverse, path_text
+from .paths import Path, PathPattern, Repeat, inverse, path_text
 
 #: The edge views of a path: ``(predicate, view id)``; predicate ``""`` is the view of every triple.
 ALL = ""
@@ -42,11 +42,19 @@ class PathDef:
     nodes: str | None                         # the view of every triple when nodes(G) is needed
     simple: bool = False                      # simple-path semantics (no repeated node), opt-in
     stamped: bool = False                     # edges carry their window time (max-min per reached node)
+    walk: str | None = None                   # a star's: the id of its plus, whose walk it shares
 
     @property
     def reach(self) -> str:
-        """The state table of reached (root, node, state) with each one's witness parent."""
-        return f"{self.id}_reach"
+        """The state table of reached (root, node, state) with each one's witness parent: a star's
+        is that of its plus (the path view of ``p+`` from the same roots), which it walks."""
+        return f"{self.walk or self.id}_reach"
+
+    @property
+    def nullable(self) -> bool:
+        """Whether the path matches zero-length paths: its automaton's start is final, or it is a
+        star walking its plus's automaton, whose start is not."""
+        return self.automaton.nullable or self.walk is not None
 
     @classmethod
     def from_dict(cls, data: dict) -> "PathDef":
@@ -78,7 +86,10 @@ class PathDef:
         if self.simple:
             lines.append("    simple paths: a pair needs a path with no repeated node; each root a batch "
                          "touches is re-enumerated (exponential in the worst case)")
-        if self.automaton.nullable:
+        if self.walk is not None:
+            lines.append(f"    walk: that of the path's plus (p+ from the same roots, state {self.reach}, shared "
+                         "with a query of that path), the zero-length pairs added")
+        if self.nullable:
             lines.append("    zero-length: " + ("every node of the graph is its own answer (from the view of "
                                                 "every triple)" if self.nodes else "each root is its own answer"))
         return lines
@@ -103,7 +114,7 @@ def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str, 
     seed = None
     if isinstance(s, Var) and isinstance(o, Var) and s != o:
         kept = [(a, p, b) for a, p, b in ((s, path, o), (o, inverse(path), s))
-                if _path_id(_canonical("?v0", p, "?v1", None, simple), scope) in shared]
+                if _path_id(_canonical("?v0", p, "?v1", None, simple), _plus_of(p, simple), scope) in shared]
         if kept:
             s, path, o = kept[0]
         else:
@@ -112,7 +123,9 @@ def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str, 
                 s, path, o, seed = o, inverse(path), s, bound(o.name)      # walk from the bound end
     elif isinstance(s, Var) and not isinstance(o, Var):
         s, path, o = o, inverse(path), s          # walk from the constant
-    automaton = compile_path(path)
+    # a star is walked as its plus (p* is p+ and the zero-length pairs): one forest for both
+    plus = _plus_of(path, simple)
+    automaton = compile_path(plus or path)
     names: dict[str, str] = {}
 
     def end(node: Node) -> str:
@@ -122,22 +135,32 @@ def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str, 
 
     canonical = _canonical(end(s), path, end(o), seed, simple)
     root = None if isinstance(s, Var) else s
-    needs_all = automaton.uses_other or (root is None and seed is None and automaton.nullable)
+    needs_all = automaton.uses_other or (root is None and seed is None and (plus is not None or automaton.nullable))
     predicates = sorted({sym[0] for _, sym, _ in automaton.moves})
     edges = ((ALL, edge_view(ALL, stamped)),) if automaton.uses_other else \
         tuple((p, edge_view(p, stamped)) for p in predicates)
     definition = PathDef(
-        id=_path_id(canonical, scope),
+        id=_path_id(canonical, plus, scope),
         canonical=canonical, automaton=automaton, root=root, seed=seed, end=None if isinstance(o, Var) else o,
         columns=tuple(names.values()), same=isinstance(s, Var) and s == o, edges=edges,
-        nodes=edge_view(ALL, False) if needs_all else None, simple=simple, stamped=stamped)
+        nodes=edge_view(ALL, False) if needs_all else None, simple=simple, stamped=stamped,
+        walk=_path_id(_canonical(end(s), plus, end(o), seed, simple), None, scope) if plus else None)
     return definition, tuple((col, var) for var, col in names.items())
 
 
-def _path_id(canonical: str, scope: str | None) -> str:
-    """A path view's id: a windowed query's are its own (``scope``), the others shared by equal
-    canonical text."""
-    return "p_" + hashlib.sha256((canonical + (f" @{scope}" if scope else "")).encode("utf-8")).hexdigest()[:16]
+def _path_id(canonical: str, plus: Path | None, scope: str | None) -> str:
+    """A path view's id: shared by equal canonical text, but a windowed query's are its own
+    (``scope``), and a star walked as its ``plus`` is not the star of a lake made before stars were
+    (its plan walks the star's own automaton, with a reach table of its own)."""
+    text = canonical + (" WALKED AS PLUS" if plus is not None else "") + (f" @{scope}" if scope else "")
+    return "p_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _plus_of(path: Path, simple: bool) -> Repeat | None:
+    """``p+`` when ``path`` is ``p*``, whose walk it is; None for any other path, and under simple
+    paths (enumerated, not walked)."""
+    star = isinstance(path, Repeat) and (path.min, path.max) == (0, None) and not simple
+    return Repeat(path.path, 1, None) if star else None
 
 
 def _canonical(start: str, path: Path, end: str, seed: tuple[str, str] | None, simple: bool) -> str:

@@ -56,7 +56,7 @@ def flat_changes(path: PathDef, moves: Moves, edges: Edges, deltas: Mapping[str,
                         into[(root, vertex)].add(state)
     # a zero-length pair comes and goes with its node's membership of the graph
     members = indexes.members(path.nodes, deltas.get(path.nodes), ("v0", "v2"), set()) \
-        if path.automaton.nullable and path.root is None and path.nodes else {}
+        if path.nullable and path.root is None and path.nodes else {}
     for node, (was, now) in members.items():
         if was != now:
             keys.setdefault((node, node), set())
@@ -80,7 +80,7 @@ def flat_changes(path: PathDef, moves: Moves, edges: Edges, deltas: Mapping[str,
                 reach += [reach_row(root, (vertex, state), entry, sign)
                           for entry, sign in ((old.get(state), -1), (new.get(state), 1)) if entry is not None]
         was, now = members.get(vertex, (True, True)) if vertex == root else (False, False)
-        zero = path.automaton.nullable and vertex == root
+        zero = path.nullable and vertex == root
         had = bool(finals & old.keys()) or (zero and (path.root is not None or was))
         has = bool(finals & new.keys()) or (zero and (path.root is not None or now))
         if had != has:

@@ -140,14 +140,16 @@ class PathOperator:
 
     @_without_cycle_collection
     def step(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table],
-             initial: bool = False, indexes: EdgeIndexes | None = None, find: Find | None = None) -> dict[str, pa.Table]:
+             initial: bool = False, indexes: EdgeIndexes | None = None, find: Find | None = None,
+             sharing: Iterable[PathDef] = ()) -> dict[str, pa.Table]:
         """The changes of the path's tables (keyed by table name) when its edge views (and its
         seed view, or the view of every triple for ``nodes(G)``) change by ``deltas``; ``read``
         gives a table as the step started, ``indexes`` its edge views indexed (shared by the path
         views of a batch), ``find`` the rows of its own tables by a column's values (by default
         from ``read``: the reach table is looked up for the roots a batch touches, never used
         whole). Empty when none of them changed, unless ``initial`` (the step from nothing, where
-        a constant root's zero-length pair answers even with no edges)."""
+        a constant root's zero-length pair answers even with no edges). The pairs of the path views
+        ``sharing`` its walk (:func:`walks`) come from the same walk."""
 
         path = self.path
         touched = [v for _, v in path.edges] + [v for v in (path.nodes, path.seed and path.seed[0]) if v]
@@ -165,7 +167,8 @@ class PathOperator:
         indexes = indexes or EdgeIndexes(read, find)
         views = [indexes.get(p, v, path.stamped) for p, v in path.edges]
         edges = Edges(views, inserted, set(deleted), self._symbol, {sym[1] for _, sym in self.moves})
-        if self.flat and not initial:           # every match one edge: no tree read, no walk
+        sharing = list(sharing)
+        if self.flat and not initial and not sharing:       # every match one edge: no tree read, no walk
             return flat_changes(path, self.moves, edges, deltas, find, indexes)
         roots, read_whole, members = self._roots(deltas, find, indexes, inserted, deleted)
         if not initial and not path.simple:
@@ -215,7 +218,7 @@ class PathOperator:
             if after is trees.get(root):
                 cuts[root] = dict(after), gone
         walked = self._walk({root: cuts[root][0] for root in frontier}, edges, frontier, whole)
-        pairs: dict[tuple[str, str], int] = defaultdict(int)
+        pairs: dict[str, dict[tuple[str, str], int]] = {p.id: defaultdict(int) for p in (path, *sharing)}
         reach: list[tuple] = []
         for root, (after, gone) in cuts.items():
             # (before, after): a seed's membership of its view, a node's of the graph (for a
@@ -229,14 +232,16 @@ class PathOperator:
             if path.simple:
                 old = set() if initial else stored.get(root, set())
                 new = self._simple(root, edges) if not (seeded and not now) else set()
-                new |= {(root, root)} if path.automaton.nullable and (path.root is not None or now) else set()
-                changes = [(pair, -1) for pair in old - new] + [(pair, 1) for pair in new - old]
+                new |= {(root, root)} if path.nullable and (path.root is not None or now) else set()
+                for pair, sign in [(pair, -1) for pair in old - new] + [(pair, 1) for pair in new - old]:
+                    pairs[path.id][pair] += sign
             else:
-                changes = self._pair_changes(root, before, after, changed, (was, now), initial)
-            for pair, sign in changes:
-                pairs[pair] += sign
+                for view in (path, *sharing):
+                    for pair, sign in self._pair_changes(view, root, before, after, changed, (was, now), initial):
+                        pairs[view.id][pair] += sign
             reach += _reach_changes(root, before, after, changed)
-        return {path.id: pairs_table(path, pairs), path.reach: reach_table(reach)}
+        out = {view.id: pairs_table(view, pairs[view.id]) for view in (path, *sharing)}
+        return {**out, path.reach: reach_table(reach)}
 
     def _simple(self, root: str, edges: Edges) -> set[tuple[str, str]]:
         """The root's pairs under simple-path semantics: nodes reached in a final state along a
@@ -413,25 +418,27 @@ class PathOperator:
         return any(target == node[0] and self.moves.get((parent[1], sym)) == node[1] and time >= ts
                    for sym, target, time in edges.out.get(parent[0], ()))
 
-    def _pair_changes(self, root: str, before: Tree, after: Tree, changed: set[ProductNode],
+    def _pair_changes(self, view: PathDef, root: str, before: Tree, after: Tree, changed: set[ProductNode],
                       member: tuple[bool, bool], initial: bool) -> Iterator[tuple[tuple[str, str], int]]:
-        """The root's pairs that come (+1) or go (-1): a pair is a node reached in a final state,
-        or the root itself on a zero-length match (a constant root always; a seed or a node only
-        while it is one: ``member`` before and after); only the vertices of ``changed`` nodes and
-        the root can change. On the ``initial`` step there are no pairs before."""
-        candidates = {v for v, q in changed if q in self.finals} | ({root} if self.path.automaton.nullable else set())
+        """The root's pairs of path view ``view`` (this one, or one sharing its walk) that come
+        (+1) or go (-1): a pair is a node reached in a final state, or the root itself on a
+        zero-length match (a constant root always; a seed or a node only while it is one:
+        ``member`` before and after); only the vertices of ``changed`` nodes and the root can
+        change. On the ``initial`` step there are no pairs before."""
+        candidates = {v for v, q in changed if q in self.finals} | ({root} if view.nullable else set())
         for vertex in candidates:           # in any order: the step sorts the pairs it gives
-            was = not initial and self._has_pair(root, vertex, before, member[0])
-            now = self._has_pair(root, vertex, after, member[1])
+            was = not initial and self._has_pair(view, root, vertex, before, member[0])
+            now = self._has_pair(view, root, vertex, after, member[1])
             if was != now:
                 yield (root, vertex), (1 if now else -1)
 
-    def _has_pair(self, root: str, vertex: str, tree: Tree, member: bool) -> bool:
-        """Whether ``(root, vertex)`` is one of the root's pairs with this tree and membership."""
+    def _has_pair(self, view: PathDef, root: str, vertex: str, tree: Tree, member: bool) -> bool:
+        """Whether ``(root, vertex)`` is one of the root's pairs of ``view`` with this tree and
+        membership."""
         for final in self.finals:       # a loop, not any(): called for every changed final node
             if (vertex, final) in tree:
                 return True
-        return vertex == root and self.path.automaton.nullable and (self.path.root is not None or member)
+        return vertex == root and view.nullable and (view.root is not None or member)
 
 
 def _runs(roots: pa.ChunkedArray) -> Iterator[tuple[str, int, int]]:
@@ -527,10 +534,20 @@ def path_changes(paths: Iterable[PathDef], read: Callable[[str], pa.Table],
     out: dict[str, pa.Table] = {}
     find = find or finder(read)
     indexes = EdgeIndexes(read, find)
-    for path in paths:
-        out.update({t: rows for t, rows in PathOperator(path).step(read, deltas, indexes=indexes, find=find).items()
-                    if rows.num_rows})
+    for path, sharing in walks(paths):
+        changes = PathOperator(path).step(read, deltas, indexes=indexes, find=find, sharing=sharing)
+        out.update({t: rows for t, rows in changes.items() if rows.num_rows})
     return out
+
+
+def walks(paths: Iterable[PathDef]) -> list[tuple[PathDef, list[PathDef]]]:
+    """``paths`` by the walk they share (their reach table: a star and its plus from the same
+    roots), each walk once: the path view that walks it (one with zero-length pairs, whose roots
+    include the nodes that only those change) and the others."""
+    by_reach: dict[str, list[PathDef]] = defaultdict(list)
+    for path in paths:
+        by_reach[path.reach].append(path)
+    return [(group[0], group[1:]) for group in (sorted(g, key=lambda p: (not p.nullable, p.id)) for g in by_reach.values())]
 
 
 def path_backfill(path: PathDef, read: Callable[[str], pa.Table]) -> dict[str, pa.Table]:

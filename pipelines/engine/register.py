@@ -75,11 +75,15 @@ def _fill_views(store: TableStore, z: ZSetEngine, at: BatchRecord, views: list[V
     store.append(VIEWS, pa.concat_tables([views_table.stored(view.id, rows[view.id]) for view in views]))
 
 
-def _fill_path(store: TableStore, path: PathDef, read: Callable[[str], pa.Table]) -> None:
-    """Create a path view's tables, filled from its edge views (filled first, ``read`` reads them)."""
+def _fill_path(store: TableStore, path: PathDef, read: Callable[[str], pa.Table], kept: set[str]) -> None:
+    """Create a path view's tables, filled from its edge views (filled first, ``read`` reads them),
+    but for those in ``kept``: a reach table the lake keeps already for a path view sharing the
+    walk. Adds the tables made to ``kept``."""
     for name, rows in path_backfill(path, read).items():
-        store.create(name, rows.schema)
-        store.append(name, rows)
+        if name not in kept:
+            store.create(name, rows.schema)
+            store.append(name, rows)
+            kept.add(name)
 
 
 def register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: str = "auto",
@@ -124,7 +128,7 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
         _fill_views(store, z, at, new_views)
     for path in plan.paths:
         if path.id not in in_use:
-            _fill_path(store, path, arrow)
+            _fill_path(store, path, arrow, in_use)
     maintainer = QueryMaintainer(plan, z)
     result = maintainer.full()
     for name, schema in maintainer.tables().items():
