@@ -36,6 +36,10 @@ would need a node raised above its own time), so a deleted edge removes exactly 
 A path whose every match is one edge or none (`a|b`, `a?`) has flat trees and takes a step of its
 own, without a walk (:mod:`.flat_paths`), after the backfill this operator makes.
 
+A star ``p*`` walks the automaton of ``p+`` (:class:`~views.path_views.PathDef`, ``walk``): the
+path views of one reach table, a star and its plus from the same roots, take one step together
+(:func:`walks`), each reading its pairs off the same trees, the star adding the zero-length ones.
+
 The walk runs in this process on both Z-set engines (a round on a small frontier would cost a
 Spark job each); the state is read as Arrow at the versions the batch started from, so a re-run
 after a crash computes the very same changes. Its cost follows the roots the batch touches and the
