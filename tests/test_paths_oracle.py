@@ -165,7 +165,8 @@ def test_path_changes_sum_to_answers(engine, name, request):
     assert changes_bag(A.changes(store, name), projection) == table_bag(A.answers(store, name), projection)
 
 
-@pytest.mark.parametrize("name", ["q4", "star_and_plus", "two_way", "negated_plus", "seq_plus", "cycles", "from_constant", "mixed"])
+@pytest.mark.parametrize("name", ["q4", "star_and_plus", "two_way", "negated_plus", "seq_plus", "cycles",
+                                  "from_constant", "mixed"])
 def test_every_reached_node_has_a_witness_chain_to_its_root_after_every_batch(arrow_replay, name):
     """The reach table after every batch is a spanning forest of the product graph: each reached
     (node, state) of a root has one parent, the root's start node or another node of its tree, an

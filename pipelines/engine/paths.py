@@ -551,7 +551,8 @@ def walks(paths: Iterable[PathDef]) -> list[tuple[PathDef, list[PathDef]]]:
     by_reach: dict[str, list[PathDef]] = defaultdict(list)
     for path in paths:
         by_reach[path.reach].append(path)
-    return [(group[0], group[1:]) for group in (sorted(g, key=lambda p: (not p.nullable, p.id)) for g in by_reach.values())]
+    groups = [sorted(group, key=lambda p: (not p.nullable, p.id)) for group in by_reach.values()]
+    return [(group[0], group[1:]) for group in groups]
 
 
 def path_backfill(path: PathDef, read: Callable[[str], pa.Table]) -> dict[str, pa.Table]:
