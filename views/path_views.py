@@ -114,7 +114,7 @@ def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str, 
     seed = None
     if isinstance(s, Var) and isinstance(o, Var) and s != o:
         kept = [(a, p, b) for a, p, b in ((s, path, o), (o, inverse(path), s))
-                if _path_id(_canonical("?v0", p, "?v1", None, simple), _plus_of(p, simple), scope) in shared]
+                if _view_id("?v0", p, "?v1", None, simple, scope) in shared]
         if kept:
             s, path, o = kept[0]
         else:
@@ -140,20 +140,22 @@ def path_def(pattern: PathPattern, scope: str | None, edge_view: Callable[[str, 
     edges = ((ALL, edge_view(ALL, stamped)),) if automaton.uses_other else \
         tuple((p, edge_view(p, stamped)) for p in predicates)
     definition = PathDef(
-        id=_path_id(canonical, plus, scope),
+        id=_view_id(end(s), path, end(o), seed, simple, scope),
         canonical=canonical, automaton=automaton, root=root, seed=seed, end=None if isinstance(o, Var) else o,
         columns=tuple(names.values()), same=isinstance(s, Var) and s == o, edges=edges,
         nodes=edge_view(ALL, False) if needs_all else None, simple=simple, stamped=stamped,
-        walk=_path_id(_canonical(end(s), plus, end(o), seed, simple), None, scope) if plus else None)
+        walk=_view_id(end(s), plus, end(o), seed, simple, scope) if plus else None)
     return definition, tuple((col, var) for var, col in names.items())
 
 
-def _path_id(canonical: str, plus: Path | None, scope: str | None) -> str:
-    """A path view's id: shared by equal canonical text, but a windowed query's are its own
-    (``scope``), and a star walked as its ``plus`` is not the star of a lake made before stars were
-    (its plan walks the star's own automaton, with a reach table of its own)."""
-    text = canonical + (" WALKED AS PLUS" if plus is not None else "") + (f" @{scope}" if scope else "")
-    return "p_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+def _view_id(start: str, path: Path, end: str, seed: tuple[str, str] | None, simple: bool,
+             scope: str | None) -> str:
+    """The id of the path view of ``path`` from ``start`` to ``end``: shared by equal canonical
+    text, but a windowed query's are its own (``scope``), and a star walked as its plus is not the
+    star of a lake made before stars were (its plan walks the star's own automaton, with a reach
+    table of its own)."""
+    text = _canonical(start, path, end, seed, simple) + (" WALKED AS PLUS" if _plus_of(path, simple) else "")
+    return "p_" + hashlib.sha256((text + (f" @{scope}" if scope else "")).encode("utf-8")).hexdigest()[:16]
 
 
 def _plus_of(path: Path, simple: bool) -> Repeat | None:
