@@ -336,34 +336,48 @@ def test_merges_of_counts_by_deletion_vectors_sum_at_every_version_for_every_rea
         assert {(r["a"], r["b"]): r["_mult"] for r in reader.read_arrow("g").to_pylist()} == truth
 
 
-def test_whole_keys_numbered_for_a_merge_are_equal_exactly_when_the_keys_are():
-    """A merge by deletion vectors compares each candidate row's whole key with the change's as
-    one number (from each column's value positions among the change's values). With many distinct
-    values per column the numbers are renumbered before they could overflow; a candidate holding a
-    value the change does not hold matches nothing."""
+@pytest.mark.parametrize("hashing", ["python", "all alike"])
+def test_a_placed_table_follows_signed_changes_by_whole_key_hash_whatever_the_hashes(monkeypatch, hashing):
+    """A merge by deletion vectors finds a change's rows by the hash of their whole key and keeps
+    those whose values are the key's (``vector_merge.Placed``): with Python's hashes, and with
+    every value hashed alike (each key's hash colliding with every other's), the table held reads
+    as the running sum of random signed changes over keys with unbound values, commit after commit
+    (each adding a sorted run to the index, merged with the runs before as they come)."""
     import numpy as np
 
-    from pipelines.storage.vector_merge import _numbered
+    from pipelines.storage import vector_merge
+    from pipelines.storage.vector_merge import Placed
 
-    rng = np.random.default_rng(0)
-    sizes = [2 ** 31] * 4           # numbered without renumbering, the first column would vanish
-    wanted = [rng.integers(0, size, 50) for size in sizes]
-    found = [column[rng.integers(0, 50, 300)] for column in wanted]
-    found[0][:30] = -1                                          # a value the change does not hold
-    found[0][30:90] = (found[0][30:90] + 1) % sizes[0]          # another key, every value held
-    candidates, changed = _numbered(found, wanted, sizes, 300, 50)
-    rows = {tuple(int(c[i]) for c in wanted): i for i in range(50)}
-    for j, number in enumerate(candidates):
-        key = tuple(int(c[j]) for c in found)
-        matches = [i for i in range(50) if changed[i] == number]
-        assert matches == ([rows[key]] if key in rows else [])
+    if hashing == "all alike":
+        monkeypatch.setattr(vector_merge, "_hashes", lambda values: np.zeros(len(values), np.uint64))
+    schema = pa.schema([pa.field("a", pa.string()), pa.field("b", pa.string()),
+                        pa.field("_mult", pa.int64(), nullable=False)])
+    first = pa.table({"a": ["<x>", None], "b": ["<y>", "<x>"], "_mult": [2, 1]}, schema=schema)
+    encoded = first.set_column(0, "a", first["a"].dictionary_encode()).set_column(1, "b", first["b"].dictionary_encode())
+    placed = Placed.read(0, ["f0"], lambda path: encoded, {}, {}, ["a", "b"], "_mult", schema)
+    truth = {("<x>", "<y>"): 2, (None, "<x>"): 1}
+    rng = random.Random(5)
+    values = [None, "<x>", "<y>", '"z"']
+    for version in range(1, 30):
+        change: dict = {}
+        for _ in range(rng.randrange(1, 6)):
+            key = (rng.choice(values), rng.choice(values))
+            change[key] = -truth[key] if key in truth and rng.random() < 0.5 else rng.choice([1, 2, -1])
+        delta = pa.Table.from_pylist([{"a": a, "b": b, "_mult": m} for (a, b), m in change.items()], schema)
+        made = placed.change(delta)
+        placed.commit(version, made, placed.deleted(made.touched), {}, f"f{version}" if made.written.num_rows else None)
+        for key, m in change.items():
+            truth[key] = truth.get(key, 0) + m
+        truth = {key: m for key, m in truth.items() if m}
+        assert {(r["a"], r["b"]): r["_mult"] for r in placed.content(schema).to_pylist()} == truth
+        assert placed.rows == len(truth)
 
 
 def test_a_merged_tables_key_column_finds_and_takes_its_rows_as_values_are_appended():
     """A key column as a deletion-vector merge holds it (``vector_merge._Column``): the row groups'
     dictionaries as read (unbound values among them), then a chunk per commit's written values,
     folded past ``_CHUNKS``. Whatever its chunks, it gives each row's value back, and the rows
-    holding some values through its index of rows by code (rebuilt as rows come after it) match a
+    holding some values through its index of rows by code (in runs, merged as rows come) match a
     scan of the values."""
     import numpy as np
 

@@ -443,8 +443,8 @@ class DeltaRsStore:
             placed = self._place(name, dt, keys, count)
         change = source.group_by(list(keys), use_threads=False).aggregate([(count, "sum")])
         change = change.rename_columns([*keys, count]).select(source.column_names).cast(source.schema)
-        touched, written = placed.change(change)
-        deleted = placed.deleted(touched)
+        change = placed.change(change)
+        deleted, written = placed.deleted(change.touched), change.written
         table = self.path(name)
         actions, path = [], None
         if written.num_rows:
@@ -461,12 +461,12 @@ class DeltaRsStore:
             if f in placed.vectors:
                 removed["deletionVector"] = placed.vectors[f]
             actions += [{"remove": removed}, {"add": {**self._add_action(name, file), "deletionVector": vectors[file]}}]
-        metrics = {"num_target_rows_deleted": len(touched), "num_target_rows_inserted": written.num_rows}
+        metrics = {"num_target_rows_deleted": len(change.touched), "num_target_rows_inserted": written.num_rows}
         if FEATURE not in (dt.protocol().reader_features or ()):
             actions.insert(0, {"protocol": with_vectors(dt.protocol())})
         version = self._commit_actions(name, dt, actions, txn, "MERGE", metrics)
         self._noted(name, before, version, txn)
-        placed.commit(version, touched, deleted, {f: vectors[placed.files[f]] for f in deleted}, path, written)
+        placed.commit(version, change, deleted, {f: vectors[placed.files[f]] for f in deleted}, path)
         if len(placed.files) > _VECTOR_FILES:   # compacted: every row moves, read again at the next merge
             dt.optimize.compact(writer_properties=_WRITER_PROPERTIES)
         else:

@@ -14,7 +14,7 @@ Spark, DuckDB's delta extension, Trino; this store's own reads: :mod:`.deletion_
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -30,12 +30,6 @@ def _grown(array: np.ndarray, used: int, more: np.ndarray) -> np.ndarray:
     return array
 
 
-#: A key column's dictionary is probed for a change's values only while it has fewer entries than
-#: this many times the rows the best probe so far leads to: probing an entry costs about a fiftieth
-#: of building and comparing a candidate row's whole key (the 4-cycle's gold at 10M triples: its
-#: subjects' 1.7M entries took 26 ms, where the 8,445 rows the other three columns left took 6 ms).
-_PROBE_RATIO = 50
-
 #: A column's appended dictionary chunks are one array again once there are this many (``is_in``
 #: hashes its value set once per chunk); the chunk read from the table stays as it is (copying it
 #: cost 20 ms at 10M triples).
@@ -45,11 +39,11 @@ _CHUNKS = 8
 class _Column:
     """A key column as held: a dictionary of values, in chunks (the parquet row groups' as read,
     then each commit's written values; repeats allowed), and each row's code into it. Finding the
-    rows that hold some values is a hash probe per dictionary value and a binary search in an
-    index of the rows by code (a gather by code, for rows already found in another column): a path
-    query's 7M answers name 1M nodes, and Arrow's ``is_in`` over dictionary-encoded rows decodes
-    them (0.73 s where this takes 0.04-0.07 s). The row groups' dictionaries are not unified
-    (a second at 7M rows, paid by every process's first merge): they are only concatenated."""
+    rows that hold some values (a read of some nodes' answers) is a hash probe per dictionary value
+    and a binary search in an index of the rows by code: a path query's 7M answers name 1M nodes,
+    and Arrow's ``is_in`` over dictionary-encoded rows decodes them (0.73 s where this takes
+    0.04-0.07 s). The row groups' dictionaries are not unified (a second at 7M rows, paid by every
+    process's first merge): they are only concatenated."""
 
     def __init__(self, column: pa.ChunkedArray) -> None:
         chunks = column.chunks
@@ -64,39 +58,21 @@ class _Column:
         else:
             self.dictionary, self.codes = [column.combine_chunks()], np.arange(len(column))
         self.size = len(self.dictionary[0])
-        # rows per dictionary entry (dead ones too): how many rows a probe's hits lead to
-        self.frequency = np.bincount(self.codes, minlength=self.size)
-        # an index of the first rows by code, built on first use and again once a quarter as many
-        # rows came after them: the rows in code order, and their codes
-        self._order = self._sorted = np.zeros(0, np.int64)
-
-    def positions(self, values: pa.Array) -> np.ndarray:
-        """For each dictionary entry, the position in ``values`` (distinct) of its value, -1 for
-        none (nulls match nulls)."""
-        return np.concatenate([pc.index_in(d, value_set=values).fill_null(-1).to_numpy(zero_copy_only=False)
-                               for d in self.dictionary])
+        self.index = _Index()           # the rows by code
 
     def hits(self, values: pa.Array) -> np.ndarray:
         """The dictionary positions holding one of ``values`` (nulls match nulls), ascending."""
-        return np.flatnonzero(self.positions(values) >= 0)
-
-    def values_at(self, rows: np.ndarray, values: pa.Array) -> np.ndarray:
-        """For each of ``rows``, the position in ``values`` (distinct) of its value, -1 for none."""
-        return pc.index_in(self.take(rows), value_set=values).fill_null(-1).to_numpy(zero_copy_only=False)
+        return np.flatnonzero(np.concatenate([pc.is_in(d, value_set=values).to_numpy(zero_copy_only=False)
+                                              for d in self.dictionary]))
 
     def rows_of(self, hits: np.ndarray, used: int) -> np.ndarray:
-        """The rows, of the first ``used``, holding a value of dictionary positions ``hits``:
-        found in the index by binary search, not by a pass over every row."""
-        if 4 * (used - len(self._order)) > len(self._order):
-            self._order = np.argsort(self.codes[:used], kind="stable")
-            self._sorted = self.codes[self._order]
-        lo, hi = np.searchsorted(self._sorted, hits, "left"), np.searchsorted(self._sorted, hits, "right")
-        lengths = hi - lo
-        # order[lo:hi] for every hit, concatenated: each range's start, plus 0, 1, ... within it
-        within = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        indexed = self._order[np.repeat(lo, lengths) + within]
-        tail = len(self._order) + np.flatnonzero(np.isin(self.codes[len(self._order):used], hits))
-        return np.concatenate([indexed, tail])
+        """The rows, of the first ``used``, holding a value of dictionary positions ``hits``."""
+        return self.index.find(self.codes, used, hits)[0]
+
+    def hashes(self, used: int) -> np.ndarray:
+        """The hash of each of the first ``used`` rows' value (:func:`_hashes`): each dictionary
+        entry's, taken by code."""
+        return np.concatenate([_hashes(d) for d in self.dictionary])[self.codes[:used]]
 
     def take(self, rows: np.ndarray) -> pa.Array:
         """The values of ``rows``, taken from each dictionary chunk apart (a take from the chunks
@@ -117,30 +93,87 @@ class _Column:
         if len(self.dictionary) > _CHUNKS:     # the values appended since reading: the table's stay apart
             self.dictionary = [self.dictionary[0], pa.concat_arrays(self.dictionary[1:])]
         self.codes = _grown(self.codes, used, np.arange(self.size, self.size + len(values)))
-        self.frequency = _grown(self.frequency, self.size, np.ones(len(values), np.int64))
         self.size += len(values)
 
 
-def _numbered(found: list[np.ndarray], wanted: list[np.ndarray], sizes: list[int],
-              candidates: int, rows: int) -> tuple[np.ndarray, np.ndarray]:
-    """One number per candidate (of ``candidates``) and per delta row (of ``rows``) for their whole
-    key (all 0 without key columns), from each key column's value positions (``found`` for the
-    candidates, -1 for a value the delta does not hold; ``wanted`` for the delta's rows, ``sizes``
-    the distinct values per column): equal exactly when the keys are; a candidate holding a value
-    the delta does not gets -1, which no row's is. The numbers are renumbered densely whenever they
-    could pass 2^62."""
-    valid = np.ones(candidates, bool)
-    for positions in found:
-        valid &= positions >= 0
-    key = np.zeros(candidates + rows, np.int64)
-    bound = 1
-    for positions, more, size in zip(found, wanted, sizes):
-        if bound * max(size, 1) >= 2 ** 62:
-            _, key = np.unique(key, return_inverse=True)
-            bound = int(key.max()) + 1 if len(key) else 1
-        key = key * max(size, 1) + np.concatenate([np.maximum(positions, 0), more])
-        bound *= max(size, 1)
-    return np.where(valid, key[:candidates], -1), key[candidates:]
+def _hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Each value's hash, Python's of the value as Python gives it back: equal values (nulls too)
+    hash alike within a process, as long as any hash is kept (a string's is salted per process).
+    It costs what the values' count does (5 ms for 34,000 IRIs), not what the table's does."""
+    return np.fromiter(map(hash, values.to_pylist()), np.int64, len(values)).view(np.uint64)
+
+
+def _mixed(numbers: np.ndarray) -> np.ndarray:
+    """``numbers`` (uint64) with their bits mixed (splitmix64's finaliser): one key column's hash
+    folded into the columns' before it so that ``(a, b)`` and ``(b, a)`` hash apart."""
+    numbers = (numbers ^ (numbers >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    numbers = (numbers ^ (numbers >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return numbers ^ (numbers >> np.uint64(31))
+
+
+def _key_hashes(columns: Sequence[np.ndarray], rows: int) -> np.ndarray:
+    """One hash per row of its whole key, from each key column's hashes (all 0 without any)."""
+    key = np.zeros(rows, np.uint64)
+    for hashes in columns:
+        key = _mixed(key + np.uint64(0x9E3779B97F4A7C15) ^ hashes)
+    return key
+
+
+def _spans(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every position of the ranges ``lo[i]:hi[i]``, concatenated, with the range ``i`` each is of."""
+    lengths = hi - lo
+    owner = np.repeat(np.arange(len(lo)), lengths)
+    return np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths) + lo[owner], owner
+
+
+class _Index:
+    """The rows of a column of numbers (a key column's codes, a table's whole-key hashes) by
+    number, in sorted runs: one of the rows there when first asked, then one of each commit's rows,
+    a run merged with the one before it once that is no longer (as a binary counter carries:
+    a few runs, each row sorted a few times). The wanted numbers are sorted and found in each run
+    by binary search; nothing passes over every row, where a change's keys fall in most of a path
+    query's 2M answers, and searching sorted numbers keeps a 2M-row run's misses in cache."""
+
+    def __init__(self) -> None:
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = []    # each: its rows in number order, their numbers
+        self._covered = 0                                        # the rows in a run
+
+    def find(self, numbers: np.ndarray, used: int, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rows, of the first ``used`` of ``numbers``, whose number is one of ``wanted``, each
+        with the position in ``wanted`` of its number (a row per position its number is at)."""
+        if used > self._covered:
+            order = np.argsort(numbers[self._covered:used], kind="stable")
+            self._runs.append((self._covered + order, numbers[self._covered:used][order]))
+            self._covered = used
+            while len(self._runs) > 1 and len(self._runs[-2][0]) <= len(self._runs[-1][0]):
+                (rows, sorted_), (more, sorted_more) = self._runs.pop(-2), self._runs.pop()
+                merged = np.concatenate([sorted_, sorted_more])
+                order = np.argsort(merged, kind="stable")
+                self._runs.append((np.concatenate([rows, more])[order], merged[order]))
+        order = np.argsort(wanted, kind="stable")
+        ordered = wanted[order]
+        found, which = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for rows, sorted_ in self._runs:
+            at, owner = _spans(np.searchsorted(sorted_, ordered, "left"), np.searchsorted(sorted_, ordered, "right"))
+            found.append(rows[at])
+            which.append(order[owner])
+        return np.concatenate(found), np.concatenate(which)
+
+
+def _same(held: pa.Array, values: pa.Array) -> np.ndarray:
+    """Whether each of ``held`` equals the value beside it in ``values``, nulls equal to nulls."""
+    values = values.cast(held.type)
+    equal = pc.fill_null(pc.equal(held, values), False)
+    return np.asarray(pc.or_(equal, pc.and_(held.is_null(), values.is_null())))
+
+
+class Change(NamedTuple):
+    """What adding a change does to a :class:`Placed` table: the live rows it touches (their
+    positions), the rows to write (the touched keys' new counts and the new keys', zero counts
+    left out), and the written rows' whole-key hashes."""
+    touched: np.ndarray
+    written: pa.Table
+    hashes: np.ndarray
 
 
 class Placed:
@@ -163,6 +196,8 @@ class Placed:
         self.counts, self.file, self.row, self.live = counts, file, row, live
         self.gone = gone                # by file: its rows deleted (a mask)
         self.vectors = vectors          # by file: its deletion vector's descriptor
+        self.hashes: np.ndarray | None = None   # each row's whole-key hash, from the first change on
+        self.index = _Index()           # the rows by that hash
 
     @classmethod
     def read(cls, version: int, files: Sequence[str], read: Callable[[str], pa.Table],
@@ -191,55 +226,31 @@ class Placed:
                    join(row) if row else np.zeros(0, np.int64), join(live) if live else np.zeros(0, bool),
                    gone, by_file)
 
-    def change(self, delta: pa.Table) -> tuple[np.ndarray, pa.Table]:
-        """What adding ``delta`` (signed counts, one row per key) does: the live rows it touches
-        (their positions here), and the rows to write: the touched keys' new counts and the new
-        keys' (zero counts left out)."""
+    def change(self, delta: pa.Table) -> Change:
+        """What adding ``delta`` (signed counts, one row per key) does. The rows of its keys are
+        found by whole-key hash (:class:`_Index`), their values compared with the keys' for the
+        hashes that collide; the hashes of the rows held are taken at the first change."""
         keys, count = list(self.columns), self.count
-        # candidates: the live rows whose key columns hold values of the delta's. Each column's
-        # dictionary is probed, the smallest first, while that costs less than checking the rows
-        # the best probe so far leads to; the rows of the best one are found through its index,
-        # and those of the others' values kept. Then the candidates whose whole key is the delta's,
-        # compared as numbers: each key value's position among the delta's values of its column.
-        distinct = {k: pc.unique(delta[k].combine_chunks()) for k in keys}
-        probed: dict[str, np.ndarray] = {}     # per probed column: each dictionary entry's position
-        best: tuple[int, np.ndarray, _Column] | None = None
-        for k in sorted(keys, key=lambda k: self.columns[k].size):
-            column = self.columns[k]
-            if best is not None and column.size > _PROBE_RATIO * best[0]:
-                break
-            probed[k] = column.positions(distinct[k])
-            hits = np.flatnonzero(probed[k] >= 0)
-            rows = int(column.frequency[hits].sum())
-            if best is None or rows < best[0]:
-                best = rows, hits, column
-        if best is not None:
-            candidates = best[2].rows_of(best[1], self.used)
-            candidates = np.sort(candidates[self.live[candidates]])
-            for k, positions in probed.items():
-                if self.columns[k] is not best[2]:      # the best one's rows hold its values already
-                    candidates = candidates[positions[self.columns[k].codes[candidates]] >= 0]
-        else:
-            candidates = np.flatnonzero(self.live[:self.used])
-        found = [probed[k][self.columns[k].codes[candidates]] if k in probed
-                 else self.columns[k].values_at(candidates, distinct[k]) for k in keys]
-        wanted = [pc.index_in(delta[k], value_set=distinct[k]).to_numpy(zero_copy_only=False) for k in keys]
-        candidate_keys, delta_keys = _numbered(found, wanted, [len(distinct[k]) for k in keys],
-                                                len(candidates), delta.num_rows)
-        # each candidate's row of the delta (its keys are distinct), by a hash of the delta's keys:
-        # a binary search of each candidate in them took 0.12 s of a path query's merge at 1M
-        # edges (1.4M candidates for 34,000 keys, probed in no order), the hash 0.015 s
-        at = pc.index_in(pa.array(candidate_keys), value_set=pa.array(delta_keys)).fill_null(-1) \
-            .to_numpy(zero_copy_only=False)
-        exact = at >= 0
-        touched, at = candidates[exact], at[exact]
-        i = delta.schema.get_field_index(count)
-        moved = delta.take(at).set_column(i, delta.schema.field(i),
-                                          pa.array(self.counts[touched] + delta[count].to_numpy()[at]))
+        if self.hashes is None:
+            self.hashes = _key_hashes([column.hashes(self.used) for column in self.columns.values()], self.used)
+        wanted = _key_hashes([_hashes(delta[k]) for k in keys], delta.num_rows)
+        rows, at = self.index.find(self.hashes, self.used, wanted)
+        live = self.live[rows]
+        rows, at = rows[live], at[live]
+        same = np.ones(len(rows), bool)
+        for k in keys:
+            same &= _same(self.columns[k].take(rows), delta[k].take(at).combine_chunks())
+        touched, at = rows[same], at[same]
+        counts = delta[count].to_numpy()
         fresh = np.ones(delta.num_rows, dtype=bool)
         fresh[at] = False
-        written = pa.concat_tables([moved, delta.filter(pa.array(fresh))])
-        return touched, written.filter(pc.not_equal(written[count], 0))
+        source = np.concatenate([at, np.flatnonzero(fresh)])
+        moved = np.concatenate([self.counts[touched] + counts[at], counts[fresh]])
+        kept = moved != 0
+        source = source[kept]
+        i = delta.schema.get_field_index(count)
+        written = delta.take(source).set_column(i, delta.schema.field(i), pa.array(moved[kept]))
+        return Change(touched, written, wanted[source])
 
     def find(self, column: str, values: pa.Array, schema: pa.Schema) -> pa.Table | None:
         """The live rows whose key ``column`` holds one of ``values``, as :meth:`content` gives them."""
@@ -272,16 +283,17 @@ class Placed:
             out[f] = mask
         return out
 
-    def commit(self, version: int, touched: np.ndarray, deleted: dict[int, np.ndarray],
-               vectors: dict[int, dict], path: str | None, written: pa.Table) -> None:
-        """The change made at ``version``: the touched rows dead, the ``written`` ones live in the
+    def commit(self, version: int, change: Change, deleted: dict[int, np.ndarray],
+               vectors: dict[int, dict], path: str | None) -> None:
+        """``change`` made at ``version``: the touched rows dead, the written ones live in the
         new file ``path``, the deletion vectors grown."""
         self.version = version
-        self.live[touched] = False
+        self.live[change.touched] = False
         self.gone.update(deleted)
         self.vectors.update(vectors)
         if path is None:
             return
+        written = change.written
         n = written.num_rows
         self.files.append(path)
         self.sizes.append(n)
@@ -291,4 +303,5 @@ class Placed:
         self.file = _grown(self.file, self.used, np.full(n, len(self.files) - 1, dtype=np.int32))
         self.row = _grown(self.row, self.used, np.arange(n))
         self.live = _grown(self.live, self.used, np.ones(n, dtype=bool))
+        self.hashes = _grown(self.hashes, self.used, change.hashes)
         self.used += n
