@@ -341,8 +341,9 @@ def test_a_placed_table_follows_signed_changes_by_whole_key_hash_whatever_the_ha
     """A merge by deletion vectors finds a change's rows by the hash of their whole key and keeps
     those whose values are the key's (``vector_merge.Placed``): with Python's hashes, and with
     every value hashed alike (each key's hash colliding with every other's), the table held reads
-    as the running sum of random signed changes over keys with unbound values, commit after commit
-    (each adding a sorted run to the index, merged with the runs before as they come)."""
+    as the running sum of random signed changes over keys with unbound values (a key's count at
+    times in two rows), commit after commit (each adding a sorted run to the index, merged with the
+    runs before as they come)."""
     import numpy as np
 
     from pipelines.storage import vector_merge
@@ -363,7 +364,9 @@ def test_a_placed_table_follows_signed_changes_by_whole_key_hash_whatever_the_ha
         for _ in range(rng.randrange(1, 6)):
             key = (rng.choice(values), rng.choice(values))
             change[key] = -truth[key] if key in truth and rng.random() < 0.5 else rng.choice([1, 2, -1])
-        delta = pa.Table.from_pylist([{"a": a, "b": b, "_mult": m} for (a, b), m in change.items()], schema)
+        # a key's count in two rows at times: a change is summed by key where its rows repeat one
+        split = [(key, part) for key, m in change.items() for part in ((m - 1, 1) if rng.random() < 0.3 else (m,))]
+        delta = pa.Table.from_pylist([{"a": a, "b": b, "_mult": m} for (a, b), m in split], schema)
         made = placed.change(delta)
         placed.commit(version, made, placed.deleted(made.touched), {}, f"f{version}" if made.written.num_rows else None)
         for key, m in change.items():

@@ -441,9 +441,7 @@ class DeltaRsStore:
         placed = self._placed.pop(name, None)
         if placed is None or placed.version != before:
             placed = self._place(name, dt, keys, count)
-        change = source.group_by(list(keys), use_threads=False).aggregate([(count, "sum")])
-        change = change.rename_columns([*keys, count]).select(source.column_names).cast(source.schema)
-        change = placed.change(change)
+        change = placed.change(source)
         deleted, written = placed.deleted(change.touched), change.written
         table = self.path(name)
         actions, path = [], None
