@@ -98,9 +98,8 @@ class _Column:
 
 def _hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Each value's hash, Python's of the value as Python gives it back: equal values (nulls too)
-    hash alike within a process, which is as long as a hash is kept (a string's is salted per
-    process).
-    It costs what the values' count does (5 ms for 34,000 IRIs), not what the table's does."""
+    hash alike within a process, and no hash outlives the process (a string's is salted per
+    process). It costs what the values' count does (5 ms for 34,000 IRIs), not what the table's does."""
     return np.fromiter(map(hash, values.to_pylist()), np.int64, len(values)).view(np.uint64)
 
 
@@ -131,9 +130,9 @@ class _Index:
     """The rows of a column of numbers (a key column's codes, a table's whole-key hashes) by
     number, in sorted runs: one of the rows there when first asked, then one of each commit's rows,
     a run merged with the one before it while that one is no longer than it (as a binary counter
-    carries: a few runs, each row sorted a few times). The wanted numbers are sorted and found in each run
-    by binary search; nothing passes over every row, where a change's keys fall in most of a path
-    query's 2M answers, and searching sorted numbers keeps a 2M-row run's misses in cache."""
+    carries: a few runs, each row sorted a few times). The wanted numbers are sorted and found in
+    each run by binary search; nothing passes over every row, where a change's keys fall in most of
+    a path query's 2M answers, and searching sorted numbers keeps a 2M-row run's misses in cache."""
 
     def __init__(self) -> None:
         self._runs: list[tuple[np.ndarray, np.ndarray]] = []    # each: its rows in number order, their numbers
