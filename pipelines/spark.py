@@ -14,7 +14,7 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Union
 
-from . import delta_jars
+from . import delta_jars, jvm_archive
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pyspark.sql import SparkSession
@@ -38,6 +38,10 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.driver.memory": "2g",
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
 }
+
+_LOG4J = os.path.join(os.path.dirname(__file__), "log4j2.properties")
+#: The driver JVM's logging: errors only (the CLI prints one line per failure).
+LOG4J_OPTIONS = f"-Dlog4j2.configurationFile=file:{_LOG4J} -Dlog4j.configurationFile=file:{_LOG4J}"
 
 
 def parse_conf(pairs: list[str] | None) -> dict[str, str]:
@@ -110,7 +114,8 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     stdout and stderr, as a test run or an Airflow task log wants).
     When the Delta Lake jars were fetched (:mod:`pipelines.delta_jars`) the session loads them with
     Delta's SQL extension and catalog: these only take effect at session start, and one session
-    serves both storage backends (delta-rs never touches them).
+    serves both storage backends (delta-rs never touches them). The driver maps the class archive
+    set-up made (:mod:`pipelines.jvm_archive`) when there is one.
     """
     from pyspark.sql import SparkSession
 
@@ -119,8 +124,7 @@ def get_spark(master: str | None = None, conf: Mapping[str, str] | None = None,
     master = resolve_master(master)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    log4j = os.path.join(os.path.dirname(__file__), "log4j2.properties")
-    java_opts = f"-Dlog4j2.configurationFile=file:{log4j} -Dlog4j.configurationFile=file:{log4j}"
+    java_opts = f"{LOG4J_OPTIONS} {jvm_archive.java_options()}".strip()
     builder = SparkSession.builder.appName(app_name).master(master)
     defaults = {**DEFAULT_CONF, **delta_jars.spark_conf(), "spark.driver.extraJavaOptions": java_opts}
     for key, value in {**defaults, **(conf or {})}.items():

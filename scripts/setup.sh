@@ -32,3 +32,6 @@ fi
 # The Delta Lake JVM jars matching the installed delta-spark, with Maven (a no-op once present).
 # Without them (no Maven, no network) set-up still succeeds: storage stays on delta-rs.
 .venv/bin/python -m pipelines.delta_jars || true
+# The driver JVM's class archive, made with the jars above (a no-op once made for what is installed):
+# Spark starts faster with it, and as before without it.
+.venv/bin/python -m pipelines.jvm_archive || true
