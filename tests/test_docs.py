@@ -43,6 +43,8 @@ ON_DEMO_LAKE = {"docs/sql.md", "docs/audit.md", "docs/airflow.md", "docs/engines
 #: Commands of the docs that are not lakegraph commands, and the test that runs each.
 ELSEWHERE: dict[str, str] = {
     "bash scripts/demo.sh": "tests/test_cli_process.py::test_demo_script_runs_quietly",
+    ".venv/bin/python -m pipelines.jvm_archive":
+        "tests/test_jvm_archive.py::test_the_documented_command_keeps_an_archive_that_fits",
     ".venv/bin/python -m pytest -q": "the suite itself: .ci/run runs exactly this",
     ".venv/bin/python -m bench": "tests/test_bench.py::test_smoke_four_systems_agree_and_outputs_exist",
     ".venv/bin/python -m bench --scales 1,10,70 --batch-sizes 1000,10000,100000 --batches 5":

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from pathlib import Path
 
 from pipelines import jvm_archive
+
+ROOT = Path(__file__).resolve().parents[1]
 
 #: Classes the JDK's own archive gives a JVM without ours (1,231 for a Spark driver here).
 JDK_ONLY = 2_000
@@ -28,3 +31,12 @@ def test_a_jvm_the_archive_does_not_fit_starts_without_it_quietly():
     assert done.returncode == 0
     assert done.stderr.splitlines()[0].startswith(("openjdk version", "java version")), done.stderr
     assert "cds" not in (done.stdout + done.stderr).lower() and "warning" not in done.stderr.lower(), done.stderr
+
+
+def test_the_documented_command_keeps_an_archive_that_fits():
+    """docs/engines.md's command, as written: with an archive made for what is installed, it leaves
+    the file as it is and says where it is."""
+    before = os.stat(jvm_archive.path()).st_mtime_ns
+    done = subprocess.run([".venv/bin/python", "-m", "pipelines.jvm_archive"], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith(f"setup: JVM class archive: {jvm_archive.path()} ("), done.stderr
+    assert os.stat(jvm_archive.path()).st_mtime_ns == before, "an archive that fits was made again"
