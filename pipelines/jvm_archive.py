@@ -33,8 +33,11 @@ def path() -> str:
 
 
 def _stamp() -> str:
-    """What the archive was made for: the JVM build, pyspark and the Delta jars."""
-    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.strip()
+    """What the archive was made for: the JVM build (the one pyspark launches: ``$JAVA_HOME``'s,
+    else ``java`` on the path), pyspark and the Delta jars."""
+    home = os.environ.get("JAVA_HOME")
+    launcher = os.path.join(home, "bin", "java") if home else "java"
+    java = subprocess.run([launcher, "-version"], capture_output=True, text=True).stderr.strip()
     return "\n".join([java, f"pyspark {version('pyspark')}", *map(os.path.basename, delta_jars.jars())])
 
 
