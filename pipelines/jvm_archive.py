@@ -2,11 +2,11 @@
 read, parsed and verified from hundreds of jars, so that a command that needs Spark waits less.
 
 Every ``lakegraph sql``, every Spark-engine ``run`` and every Airflow task that starts Spark pays
-the JVM's start: some 15,000 classes loaded before the first query. A dynamic CDS archive (the
-JDK's class-data sharing, ``-XX:ArchiveClassesAtExit``) holds those classes as the JVM had them in
-memory. Set-up makes it once (``python -m pipelines.jvm_archive``, run by ``scripts/setup.sh``)
-from a session that runs a query and a Delta write and read, and every later session's driver maps
-it (:func:`java_options`). It is valid for one JVM build and one classpath: when either changes,
+the JVM's start: some ten thousand classes loaded before the first query. A dynamic CDS archive
+(the JDK's class-data sharing, ``-XX:ArchiveClassesAtExit``) holds those classes as the JVM had
+them in memory. Set-up makes it once (``python -m pipelines.jvm_archive``, run by
+``scripts/setup.sh``) from a session that does the kinds of work lakegraph's commands do
+(:func:`_dump`), and every later session's driver maps it (:func:`java_options`). It is valid for one JVM build and one classpath: when either changes,
 the JVM ignores it, silently (its CDS log is off), and starts as it would without it; set-up makes
 it again for what is installed then (:func:`current`). Executors on a cluster start from a
 classpath of their own and do not use it. Deleting the file turns it off.
@@ -89,7 +89,8 @@ def _dump(target: str) -> None:
               "GROUP BY a.id % 3").toArrow()
     if delta_jars.jars():
         with tempfile.TemporaryDirectory() as lake:
-            table = "delta.`" + os.path.join(lake, "t").replace("`", "``") + "`"
+            location = os.path.join(lake, "t")
+            table = "delta.`" + location.replace("`", "``") + "`"
             spark.sql(f"CREATE TABLE {table} (id BIGINT, n BIGINT) USING delta "
                       "TBLPROPERTIES (delta.enableChangeDataFeed = true)")
             spark.sql(f"INSERT INTO {table} SELECT id, 1 FROM range(10)")
@@ -97,7 +98,7 @@ def _dump(target: str) -> None:
                       "WHEN MATCHED THEN UPDATE SET n = t.n + s.n WHEN NOT MATCHED THEN INSERT *")
             spark.sql(f"SELECT count(*) FROM {table} VERSION AS OF 1").toArrow()
             (spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", 1)
-                .load(os.path.join(lake, "t")).toArrow())
+                .load(location).toArrow())
     jvm = SparkContext._gateway.proc        # the archive is written at exit: wait for it
     spark.stop()
     SparkContext._gateway.shutdown()
