@@ -4,6 +4,8 @@ state and property-path state included."""
 from __future__ import annotations
 
 import shutil
+import threading
+from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
@@ -72,8 +74,34 @@ class CrashAfter:
         return self._count(super().overwrite(name, data, txn))
 
 
-class CrashingStore(CrashAfter, DeltaRsStore):
-    """A real delta-rs store that crashes after ``budget`` commits."""
+class CopiedAfterEachCommit(DeltaRsStore):
+    """A real delta-rs store that copies its lake after each commit: the copy is what a crash right
+    after that commit leaves on disk, so one run gives every crash point (rather than one run
+    crashed at each). Its writes are serialised, so that each copy holds exactly the commits before
+    it and none half done (a batch's writes run on threads)."""
+
+    def __init__(self, root: str, spark, copies: Path) -> None:
+        super().__init__(root, spark)
+        self.copies: list[Path] = []
+        self._to = copies
+        self._serial = threading.Lock()
+
+    def _copied(self, write, *args) -> bool:
+        with self._serial:
+            committed = write(*args)
+            if committed:
+                self.copies.append(self._to / f"after{len(self.copies) + 1}")
+                shutil.copytree(self.root, self.copies[-1])
+        return committed
+
+    def append(self, name, data, txn=None):
+        return self._copied(super().append, name, data, txn)
+
+    def merge_counts(self, name, data, keys, count, txn=None):
+        return self._copied(super().merge_counts, name, data, keys, count, txn)
+
+    def overwrite(self, name, data, txn=None):
+        return self._copied(super().overwrite, name, data, txn)
 
 
 @pytest.fixture(scope="module")
@@ -105,28 +133,21 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
         monkeypatch.setattr(delta_rs, "VECTOR_MERGE_ROWS", 0)
     lake, reference = prepared
     expected = snapshot(reference)
-    crashes = 0
-    budget = 1
-    while True:
-        trial = tmp_path / f"trial{budget}"
-        shutil.copytree(lake, trial)
-        try:
-            Runner(CrashingStore(str(trial), spark, budget), spark).run(max_rows=40)
-        except Crash:
-            crashes += 1
-            Runner(DeltaRsStore(str(trial), spark), spark).run(max_rows=40)
-            assert snapshot(trial) == expected, f"re-run after a crash at commit {budget} differs"
-            shutil.rmtree(trial)
-            budget += 1
-            continue
-        assert snapshot(trial) == expected
-        break
-    assert not vectors or list(trial.glob("gold_*/deletion_vector_*.bin")), "no row was marked deleted"
+    run = tmp_path / "run"
+    shutil.copytree(lake, run)
+    store = CopiedAfterEachCommit(str(run), spark, tmp_path)
+    Runner(store, spark).run(max_rows=40)
+    assert snapshot(run) == expected
+    for number, crashed in enumerate(store.copies, 1):
+        Runner(DeltaRsStore(str(crashed), spark), spark).run(max_rows=40)
+        assert snapshot(crashed) == expected, f"re-run after a crash at commit {number} differs"
+        shutil.rmtree(crashed)
+    assert not vectors or list(run.glob("gold_*/deletion_vector_*.bin")), "no row was marked deleted"
     # two batches, each: plan row, views, partial embeddings, bag, gold, changes, and for the
     # windowed queries each window's chained output (bronze, ingest log), then once per batch their
     # state (views, buffer, progress), gold, changes, window log; the batches that read the chained output;
     # done rows
-    assert crashes >= 30
+    assert len(store.copies) >= 30
     done = DeltaRsStore(str(reference))
     log = done.read_arrow("window_log")
     windows = log.filter(pc.equal(log["query"], "linked"))
