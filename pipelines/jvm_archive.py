@@ -81,10 +81,10 @@ def _dump(target: str) -> None:
     Delta jars, a table written, MERGEd, read at an old version and read as a change feed)."""
     from pyspark import SparkContext
 
-    from .spark import LOG4J_OPTIONS, get_spark
+    from .spark import GC_OPTIONS, LOG4J_OPTIONS, get_spark
 
     spark = get_spark("local[2]", conf={"spark.driver.extraJavaOptions":
-                                        f"{LOG4J_OPTIONS} -XX:ArchiveClassesAtExit={target} {_QUIET}"})
+                                        f"{LOG4J_OPTIONS} {GC_OPTIONS} -XX:ArchiveClassesAtExit={target} {_QUIET}"})
     spark.sql("SELECT a.id % 3 AS k, count(*) AS n FROM range(100) a JOIN range(100) b ON a.id = b.id "
               "GROUP BY a.id % 3").toArrow()
     if delta_jars.jars():
