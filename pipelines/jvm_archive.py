@@ -6,10 +6,11 @@ the JVM's start: some ten thousand classes loaded before the first query. A dyna
 (the JDK's class-data sharing, ``-XX:ArchiveClassesAtExit``) holds those classes as the JVM had
 them in memory. Set-up makes it once (``python -m pipelines.jvm_archive``, run by
 ``scripts/setup.sh``) from a session that does the kinds of work lakegraph's commands do
-(:func:`_dump`), and every later session's driver maps it (:func:`java_options`). It is valid for one JVM build and one classpath: when either changes,
-the JVM ignores it, silently (its CDS log is off), and starts as it would without it; set-up makes
-it again for what is installed then (:func:`current`). Executors on a cluster start from a
-classpath of their own and do not use it. Deleting the file turns it off.
+(:func:`_dump`), and every later session's driver maps it (:func:`java_options`). It is valid for
+one JVM build and one classpath: when either changes, the JVM ignores it, silently (its CDS log is
+off), and starts as it would without it; set-up makes it again for what is installed then
+(:func:`current`). Executors on a cluster start from a classpath of their own and do not use it.
+Deleting the file turns it off.
 """
 from __future__ import annotations
 

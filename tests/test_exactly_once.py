@@ -48,33 +48,41 @@ class Crash(RuntimeError):
     pass
 
 
-class CrashAfter:
-    """Mixed into a real store class: it dies right after its ``budget``-th commit (a crash between
-    two commits); every kind of write a run makes counts."""
+class EachCommit:
+    """Mixed into a real store class: every kind of write a run makes goes through :meth:`_commit`,
+    which gives whether it committed."""
+
+    def _commit(self, write, *args) -> bool:
+        return write(*args)
+
+    def append(self, name, data, txn=None):
+        return self._commit(super().append, name, data, txn)
+
+    def merge_counts(self, name, data, keys, count, txn=None):
+        return self._commit(super().merge_counts, name, data, keys, count, txn)
+
+    def overwrite(self, name, data, txn=None):
+        return self._commit(super().overwrite, name, data, txn)
+
+
+class CrashAfter(EachCommit):
+    """A store that dies right after its ``budget``-th commit (a crash between two commits)."""
 
     def __init__(self, root: str, spark, budget: int) -> None:
         super().__init__(root, spark)
         self.budget = budget
         self.commits = 0
 
-    def _count(self, committed: bool) -> bool:
+    def _commit(self, write, *args) -> bool:
+        committed = write(*args)
         if committed:
             self.commits += 1
             if self.commits >= self.budget:
                 raise Crash(f"crash after commit {self.commits}")
         return committed
 
-    def append(self, name, data, txn=None):
-        return self._count(super().append(name, data, txn))
 
-    def merge_counts(self, name, data, keys, count, txn=None):
-        return self._count(super().merge_counts(name, data, keys, count, txn))
-
-    def overwrite(self, name, data, txn=None):
-        return self._count(super().overwrite(name, data, txn))
-
-
-class CopiedAfterEachCommit(DeltaRsStore):
+class CopiedAfterEachCommit(EachCommit, DeltaRsStore):
     """A real delta-rs store that copies its lake after each commit: the copy is what a crash right
     after that commit leaves on disk, so one run gives every crash point (rather than one run
     crashed at each). Its writes are serialised, so that each copy holds exactly the commits before
@@ -86,22 +94,13 @@ class CopiedAfterEachCommit(DeltaRsStore):
         self._to = copies
         self._serial = threading.Lock()
 
-    def _copied(self, write, *args) -> bool:
+    def _commit(self, write, *args) -> bool:
         with self._serial:
             committed = write(*args)
             if committed:
                 self.copies.append(self._to / f"after{len(self.copies) + 1}")
                 shutil.copytree(self.root, self.copies[-1])
         return committed
-
-    def append(self, name, data, txn=None):
-        return self._copied(super().append, name, data, txn)
-
-    def merge_counts(self, name, data, keys, count, txn=None):
-        return self._copied(super().merge_counts, name, data, keys, count, txn)
-
-    def overwrite(self, name, data, txn=None):
-        return self._copied(super().overwrite, name, data, txn)
 
 
 @pytest.fixture(scope="module")
