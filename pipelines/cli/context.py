@@ -5,7 +5,7 @@ import argparse
 import logging
 import os
 
-from ..spark import LazySpark, parse_conf, resolve_master
+from ..spark import LazySpark, parse_conf
 from ..storage.lock import default_wait, parse_wait
 
 LAKE_ENV = "LAKEGRAPH_LAKE"
@@ -77,14 +77,8 @@ class Context:
         if self._store is None:
             from ..storage import open_store
 
-            self._store = open_store(self.lake, self.spark, self.args.storage, self._on_spark())
+            self._store = open_store(self.lake, self.spark, self.args.storage)
         return self._store
-
-    def _on_spark(self) -> bool:
-        """Whether the command runs its work on Spark: ``--engine spark``, or a cluster master
-        (where the lake is shared storage and the JVM Delta writer belongs with the work)."""
-        master = resolve_master(self.args.master)
-        return getattr(self.args, "engine", None) == "spark" or not master.startswith("local")
 
     def require_lake(self):
         """The store, or a one-line error when the lake was never initialised."""

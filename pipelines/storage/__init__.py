@@ -1,16 +1,17 @@
 """One interface for every table: :func:`open_store` picks the backend.
 
 ``LAKEGRAPH_STORAGE`` (or ``backend=``) forces ``delta-rs`` or ``delta-spark``; by default delta-spark
-is used when its JVM jars are on the classpath of a Spark session that is already running, or when
-the work runs on Spark (``on_spark``: the Spark engine, a cluster master) and the jars were fetched,
-and delta-rs otherwise. ``spark`` may be lazy (:class:`pipelines.spark.LazySpark`): the auto choice never
+is used when its JVM jars are on the classpath of a Spark session that is already running (a
+notebook's, a Spark job's: the caller chose Delta on Spark), and delta-rs otherwise, on a cluster too:
+every engine collects a batch's changes to the driver, so delta-rs commits them from there in
+milliseconds where delta-spark would ship them back to the executors as a dozen jobs per MERGE
+(docs/storage.md). ``spark`` may be lazy (:class:`pipelines.spark.LazySpark`): the auto choice never
 starts it, and a delta-rs store starts it only for a read that must return a Spark frame.
 """
 from __future__ import annotations
 
 import os
 
-from ..delta_jars import jars
 from ..spark import has_delta_jars, running, session
 from .base import Data, StorageError, TableNotFound, TableStore, Txn
 from .delta_rs import DeltaRsStore, clear_spark_out, quote
@@ -19,14 +20,13 @@ BACKEND_ENV = "LAKEGRAPH_STORAGE"
 BACKENDS = ("delta-rs", "delta-spark")
 
 
-def open_store(root: str, spark=None, backend: str | None = None, on_spark: bool = False) -> TableStore:
-    """The lake at ``root`` through the chosen backend; ``spark`` a session, a lazy one, or None;
-    ``on_spark`` whether the caller runs its work on Spark (see the module text)."""
+def open_store(root: str, spark=None, backend: str | None = None) -> TableStore:
+    """The lake at ``root`` through the chosen backend (see the module text); ``spark`` a session,
+    a lazy one, or None."""
     choice = backend or os.environ.get(BACKEND_ENV) or "auto"
     if choice == "auto":
         live = running(spark)
-        on_delta = has_delta_jars(live) if live is not None else on_spark and spark is not None and bool(jars())
-        choice = "delta-spark" if on_delta else "delta-rs"
+        choice = "delta-spark" if live is not None and has_delta_jars(live) else "delta-rs"
     if choice == "delta-rs":
         return DeltaRsStore(root, spark)
     if choice == "delta-spark":
