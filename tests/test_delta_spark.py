@@ -144,12 +144,15 @@ def test_a_crash_on_delta_spark_then_a_rerun_on_delta_rs_equals_uninterrupted(cr
 
 
 @pytest.mark.parametrize("argv,backend", [
-    (["run", "--engine", "spark"], DeltaSparkStore),              # the Spark engine commits with Spark
-    (["--master", "spark://head:7077", "status"], DeltaSparkStore),   # a cluster: the JVM writer
-    (["run"], DeltaRsStore),                                       # in process: delta-rs
-    (["--storage", "delta-rs", "run", "--engine", "spark"], DeltaRsStore),
+    (["run", "--engine", "spark"], DeltaRsStore),       # the Spark engine's changes come to the driver
+    (["--master", "spark://head:7077", "status"], DeltaRsStore),     # on a cluster too
+    (["run"], DeltaRsStore),
+    (["--storage", "delta-spark", "run"], DeltaSparkStore),          # the JVM writer when asked for
 ])
-def test_auto_storage_follows_where_the_work_runs(tmp_path, spark, monkeypatch, argv, backend):  # noqa: ARG001
+def test_auto_storage_is_delta_rs_unless_asked_or_inside_a_session_with_delta(tmp_path, spark, monkeypatch, argv,
+                                                                             backend):
+    """A command's store is delta-rs wherever its work runs, and delta-spark when ``--storage``
+    says so or when the caller's own Spark session, already running, has the Delta jars."""
     from pipelines.cli import build_parser
     from pipelines.cli.context import Context
 
@@ -157,6 +160,7 @@ def test_auto_storage_follows_where_the_work_runs(tmp_path, spark, monkeypatch, 
     monkeypatch.delenv("LAKEGRAPH_SPARK_MASTER", raising=False)
     context = Context(build_parser().parse_args(["--lake", str(tmp_path / "lake"), *argv]))
     assert type(context.store()) is backend
+    assert type(open_store(str(tmp_path / "lake"), spark)) is DeltaSparkStore     # the test run's session
 
 
 def test_rows_another_writer_deleted_by_deletion_vector_are_gone_from_every_read(tmp_path, spark):
