@@ -133,8 +133,8 @@ class IndexedSet:
         if pc.any(newly).as_py():       # (the rows added since are copied only when some leave)
             later.new, later.new_keys = self.new.filter(pc.invert(newly)), self.new_keys.filter(pc.invert(newly))
         from_base = pc.invert(pc.is_in(removed_keys, value_set=self.new_keys.filter(newly)))
-        gone, _ = self._positions(removed.filter(from_base), removed_keys.filter(from_base))
-        back, back_keys = self._positions(added, added_keys)
+        gone, _ = self._positions(removed.filter(from_base), removed_keys.filter(from_base), alive=True)
+        back, back_keys = self._positions(added, added_keys, alive=False)
         if len(gone) or len(back):
             alive = np.ones(self.base.num_rows, dtype=bool) if self.alive is None else self.alive.copy()
             alive[gone], alive[back] = False, True
@@ -156,21 +156,31 @@ class IndexedSet:
             self._lookups[column] = Lookup(self.base[column])
         return self._lookups[column]
 
-    def _positions(self, rows: pa.Table, keys: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    def _positions(self, rows: pa.Table, keys: pa.Array, alive: bool) -> tuple[np.ndarray, pa.Array]:
         """The base positions of ``rows`` (of the base's columns, their :func:`row_keys` ``keys``)
-        that the base holds, and those rows' keys: the base rows sharing a column's value with
-        them, kept where their whole key is one of ``keys``. The column is the one whose values
-        lead to the fewest base rows, of the first and those indexed already (a path's reach rows
-        share their roots with whole trees, and often their nodes with few rows)."""
+        that the base holds ``alive`` (a removed row is one of those alive, an added one can only
+        be one gone: the content is a set), and those rows' keys. The candidates are the base rows
+        in that state sharing a column's value with ``rows``, kept where their whole key is one of
+        ``keys``. The column is the one whose values lead to the fewest base rows, of the first and
+        those indexed already (a path's reach rows share their roots with whole trees, and often
+        their nodes with few rows); an added row's candidates are the rows gone when they are
+        fewer (most batches add far more rows than the base has lost)."""
         columns = data_columns(rows)
-        if not rows.num_rows:
-            return np.zeros(0, dtype=np.int64), keys
+        none = np.zeros(0, dtype=np.int64), keys[:0]
+        if not rows.num_rows or not (alive or self.gone):
+            return none
         if not columns:     # a table of the empty tuple holds at most that one row
-            return np.arange(min(1, self.base.num_rows), dtype=np.int64), keys[:min(1, self.base.num_rows)]
+            found = np.flatnonzero(np.ones(self.base.num_rows, bool) if self.alive is None else self.alive == alive)
+            return found[:1], keys[:len(found[:1])]
         codes = {c: self._lookup(c).codes_of(pc.unique(rows[c]))
                  for c in columns if c == columns[0] or c in self._lookups}
         column = min(codes, key=lambda c: self._lookup(c).count_of(codes[c]))
-        candidates = self._lookup(column).positions_of(codes[column])
+        if not alive and self.gone < self._lookup(column).count_of(codes[column]):
+            candidates = np.flatnonzero(~self.alive)
+        else:
+            candidates = self._lookup(column).positions_of(codes[column])
+            if self.alive is not None:
+                candidates = candidates[self.alive[candidates] == alive]
         found = row_keys(self.base.select(columns).take(candidates))
         hit = pc.is_in(found, value_set=keys)
         return candidates[hit.to_numpy(zero_copy_only=False)], found.filter(hit)
