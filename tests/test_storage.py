@@ -342,8 +342,8 @@ def test_a_placed_table_follows_signed_changes_by_whole_key_hash_whatever_the_ha
     those whose values are the key's (``vector_merge.Placed``): with Python's hashes, and with
     every value hashed alike (each key's hash colliding with every other's), the table held reads
     as the running sum of random signed changes over keys with unbound values (a key's count at
-    times in two rows), commit after commit (each adding a sorted run to the index, merged with the
-    runs before as they come)."""
+    times in two rows), commit after commit (each pointing its keys' index slots at their new rows
+    and giving new keys slots, the index rebuilt from the live rows as it fills)."""
     import numpy as np
 
     from pipelines.storage import vector_merge

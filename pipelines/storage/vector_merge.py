@@ -127,12 +127,12 @@ def _spans(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class _Index:
-    """The rows of a column of numbers (a key column's codes, a table's whole-key hashes) by
-    number, in sorted runs: one of the rows there when first asked, then one of each commit's rows,
-    a run merged with the one before it while that one is no longer than it (as a binary counter
+    """The rows of a column of numbers (a key column's codes: many rows each) by number, in
+    sorted runs: one of the rows there when first asked, then one of each commit's rows, a run
+    merged with the one before it while that one is no longer than it (as a binary counter
     carries: a few runs, each row sorted a few times). The wanted numbers are sorted and found in
-    each run by binary search; nothing passes over every row, where a change's keys fall in most of
-    a path query's 2M answers, and searching sorted numbers keeps a 2M-row run's misses in cache."""
+    each run by binary search; nothing passes over every row, where a read's values fall in most
+    of a path query's 2M answers."""
 
     def __init__(self) -> None:
         self._runs: list[tuple[np.ndarray, np.ndarray]] = []    # each: its rows in number order, their numbers
@@ -160,6 +160,67 @@ class _Index:
         return np.concatenate(found), np.concatenate(which)
 
 
+class _KeyIndex:
+    """The live rows of a consolidated table by their whole-key hash: an open-addressing hash
+    table (linear probing) in two numpy arrays, a slot's hash and row. A key has one live row, so
+    a slot is found once and then follows its key: a commit points the slot of a key whose count
+    moves at the key's new row, and gives a new key a slot. Each wanted hash is a probe or two,
+    where a binary search in sorted runs of the hashes cost ~25 cache misses per hash and run
+    (the search was most of a 10,000-edge batch's merges into eleven path queries' 27M answers).
+    Keys whose hashes collide each have a slot, all found along the probe chain, and a slot whose
+    row died stays until the table is rebuilt (at half full, from the live rows)."""
+
+    def __init__(self, hashes: np.ndarray, rows: np.ndarray, room: int = 0) -> None:
+        """The index of ``rows`` (different keys, whose hashes are ``hashes``), a quarter full
+        once it holds ``room`` keys more."""
+        size = 16
+        while size < 4 * (len(rows) + room):
+            size *= 2
+        self.hash = np.zeros(size, np.uint64)
+        self.row = np.full(size, -1, np.int64)      # -1: an empty slot
+        self.filled = 0
+        self.insert(hashes, rows)
+
+    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows whose hash is one of ``wanted`` (dead ones too), each with the position in
+        ``wanted`` of its hash and its slot."""
+        mask = np.uint64(len(self.row) - 1)
+        which = np.arange(len(wanted))
+        slot = (wanted & mask).astype(np.int64)
+        rows, owners, slots = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        while len(which):
+            held = self.row[slot]
+            occupied = held >= 0
+            hit = occupied & (self.hash[slot] == wanted[which])
+            rows.append(held[hit])
+            owners.append(which[hit])
+            slots.append(slot[hit])
+            which, slot = which[occupied], (slot[occupied] + 1) & (len(self.row) - 1)
+        return np.concatenate(rows), np.concatenate(owners), np.concatenate(slots)
+
+    def insert(self, hashes: np.ndarray, rows: np.ndarray) -> None:
+        """New keys' ``hashes`` (from different keys) and their ``rows``, each in a slot of its own."""
+        self.filled += len(rows)
+        mask = len(self.row) - 1
+        slot = (hashes & np.uint64(mask)).astype(np.int64)
+        which = np.arange(len(rows))
+        while len(which):
+            free = self.row[slot] < 0
+            self.row[slot[free]] = rows[which[free]]        # of rows claiming one slot, one wins
+            won = free & (self.row[slot] == rows[which])
+            self.hash[slot[won]] = hashes[which[won]]
+            which, slot = which[~won], (slot[~won] + 1) & mask
+
+    def rebuilt(self, live: np.ndarray, more: int) -> "_KeyIndex":
+        """This index with room for ``more`` keys: itself, or, once it would be half full, a new
+        one of the slots whose row is ``live``."""
+        if 2 * (self.filled + more) <= len(self.row):
+            return self
+        held = np.flatnonzero(self.row >= 0)
+        held = held[live[self.row[held]]]
+        return _KeyIndex(self.hash[held], self.row[held], more)
+
+
 def _same(held: pa.Array, values: pa.Array) -> np.ndarray:
     """Whether each of ``held`` equals the value beside it in ``values``, nulls equal to nulls."""
     values = values.cast(held.type)
@@ -169,10 +230,12 @@ def _same(held: pa.Array, values: pa.Array) -> np.ndarray:
 
 class Change(NamedTuple):
     """What adding a change does to a :class:`Placed` table: the live rows it touches (their
-    positions), the rows to write (the touched keys' new counts and the new keys', zero counts
-    left out), and the written rows' whole-key hashes."""
+    positions), the rows to write (the touched keys' new counts, then the new keys', zero counts
+    left out), the index slots of the touched keys written again, in that order, and the new keys'
+    whole-key hashes."""
     touched: np.ndarray
     written: pa.Table
+    slots: np.ndarray
     hashes: np.ndarray
 
 
@@ -196,8 +259,7 @@ class Placed:
         self.counts, self.file, self.row, self.live = counts, file, row, live
         self.gone = gone                # by file: its rows deleted (a mask)
         self.vectors = vectors          # by file: its deletion vector's descriptor
-        self.hashes: np.ndarray | None = None   # each row's whole-key hash, from the first change on
-        self.index = _Index()           # the rows by that hash
+        self.keys: _KeyIndex | None = None      # the live rows by whole-key hash, from the first change on
 
     @classmethod
     def read(cls, version: int, files: Sequence[str], read: Callable[[str], pa.Table],
@@ -228,13 +290,15 @@ class Placed:
 
     def change(self, delta: pa.Table) -> Change:
         """What adding ``delta`` (signed counts) does. The rows of its keys are found by whole-key
-        hash (:class:`_Index`), their values compared with the keys' for the hashes that collide;
-        the hashes of the rows held are taken at the first change. A change is summed by key only
+        hash (:class:`_KeyIndex`), their values compared with the keys' for the hashes that collide;
+        the rows held are hashed and indexed at the first change. A change is summed by key only
         when two of its rows hash alike: an engine's change has a row per key already, and
         grouping Q11's 34,000 took as long as finding their rows does."""
         keys, count = list(self.columns), self.count
-        if self.hashes is None:
-            self.hashes = _key_hashes([column.hashes(self.used) for column in self.columns.values()], self.used)
+        if self.keys is None:
+            live = np.flatnonzero(self.live[:self.used])
+            hashes = _key_hashes([column.hashes(self.used) for column in self.columns.values()], self.used)
+            self.keys = _KeyIndex(hashes[live], live)
 
         def hashed(rows: pa.Table) -> np.ndarray:
             return _key_hashes([_hashes(rows[k]) for k in keys], rows.num_rows)
@@ -243,23 +307,24 @@ class Placed:
             summed = delta.group_by(keys, use_threads=False).aggregate([(count, "sum")])
             delta = summed.rename_columns([*keys, count]).select(delta.column_names).cast(delta.schema)
             wanted = hashed(delta)
-        rows, at = self.index.find(self.hashes, self.used, wanted)
+        rows, at, slots = self.keys.find(wanted)
         live = self.live[rows]
-        rows, at = rows[live], at[live]
+        rows, at, slots = rows[live], at[live], slots[live]
         same = np.ones(len(rows), bool)
         for k in keys:
             same &= _same(self.columns[k].take(rows), delta[k].take(at).combine_chunks())
-        touched, at = rows[same], at[same]
+        touched, at, slots = rows[same], at[same], slots[same]
         counts = delta[count].to_numpy()
         fresh = np.ones(delta.num_rows, dtype=bool)
         fresh[at] = False
         source = np.concatenate([at, np.flatnonzero(fresh)])
         moved = np.concatenate([self.counts[touched] + counts[at], counts[fresh]])
         kept = moved != 0
+        again = kept[:len(at)]
         source = source[kept]
         i = delta.schema.get_field_index(count)
         written = delta.take(source).set_column(i, delta.schema.field(i), pa.array(moved[kept]))
-        return Change(touched, written, wanted[source])
+        return Change(touched, written, slots[again], wanted[source[int(again.sum()):]])
 
     def find(self, column: str, values: pa.Array, schema: pa.Schema) -> pa.Table | None:
         """The live rows whose key ``column`` holds one of ``values``, as :meth:`content` gives them."""
@@ -312,5 +377,9 @@ class Placed:
         self.file = _grown(self.file, self.used, np.full(n, len(self.files) - 1, dtype=np.int32))
         self.row = _grown(self.row, self.used, np.arange(n))
         self.live = _grown(self.live, self.used, np.ones(n, dtype=bool))
-        self.hashes = _grown(self.hashes, self.used, change.hashes)
+        rows = np.arange(self.used, self.used + n)
+        again = len(change.slots)
+        self.keys.row[change.slots] = rows[:again]
+        self.keys = self.keys.rebuilt(self.live, n - again)
+        self.keys.insert(change.hashes, rows[again:])
         self.used += n
