@@ -98,16 +98,17 @@ class IndexedSet:
         self._lookups: dict[str, Lookup] = {}
         self._content: pa.Table | None = content
 
-    def find(self, column: str, values: pa.Array) -> pa.Table:
-        """The content's rows whose ``column`` is one of ``values``."""
+    def find(self, column: str, values: pa.Array, columns: list[str] | None = None) -> pa.Table:
+        """The content's rows whose ``column`` is one of ``values`` (only ``columns``, if given)."""
         positions = self._lookup(column).positions(values)
         if self.alive is not None:
             positions = positions[self.alive[positions]]
-        rows = self.base.take(positions)
+        rows = (self.base if columns is None else self.base.select(columns)).take(positions)
         if not self.new.num_rows:
             return rows
         self.passed += self.new.num_rows      # (threads may lose a count: it only delays a rebuild)
-        return pa.concat_tables([rows, self.new.filter(pc.is_in(self.new[column], value_set=values))])
+        new = self.new.filter(pc.is_in(self.new[column], value_set=values))
+        return pa.concat_tables([rows, new if columns is None else new.select(columns)])
 
     def content(self) -> pa.Table:
         """The whole content: the base's rows alive, and the new ones."""
@@ -267,7 +268,8 @@ class HeldTables:
 
     def finder(self, versions: Mapping[str, int]) -> Find:
         """Rows of the tables at ``versions`` (a batch's) by a column's values."""
-        return lambda name, column, values: self._served(self._at(name, versions).find(column, values))
+        return lambda name, column, values, columns=None: \
+            self._served(self._at(name, versions).find(column, values, columns))
 
     def changed_rows(self) -> int:
         """Rows the held tables keep beside their indexed bases (gone from them or added since)."""

@@ -19,8 +19,10 @@ from schemas.tables import MULT
 
 from .arrow import consolidate
 
-#: The consolidated rows of a state table whose column holds one of some values.
-Find = Callable[[str, str, pa.Array], pa.Table]
+#: The consolidated rows of a state table whose column holds one of some values: ``find(table,
+#: column, values)``, or ``find(table, column, values, columns)`` for only those of its columns (a
+#: lookup that needs a column or two of thousands of rows takes only those).
+Find = Callable[..., pa.Table]
 #: A lookup of at most 1/_FEW of a column's distinct values goes through the column's hash of them.
 _FEW = 16
 
@@ -106,11 +108,12 @@ def finder(read: Callable[[str], pa.Table]) -> Find:
     tables: dict[str, pa.Table] = {}
     lookups: dict[tuple[str, str], Lookup] = {}
 
-    def find(name: str, column: str, values: pa.Array) -> pa.Table:
+    def find(name: str, column: str, values: pa.Array, columns: list[str] | None = None) -> pa.Table:
         if name not in tables:
             rows = read(name)
             tables[name] = consolidate(rows, [c for c in rows.column_names if c != MULT]).cast(rows.schema).combine_chunks()
         if (name, column) not in lookups:
             lookups[(name, column)] = Lookup(tables[name][column])
-        return tables[name].take(lookups[(name, column)].positions(values))
+        table = tables[name] if columns is None else tables[name].select(columns)
+        return table.take(lookups[(name, column)].positions(values))
     return find

@@ -87,7 +87,7 @@ def members(find: Find, view: str, change: pa.Table | None, columns: tuple[str, 
                                          + [chunk for values, _ in changes for chunk in values.chunks], pa.string()))
     if not len(touched):
         return {}
-    found = [find(view, c, touched)[c] for c in columns]
+    found = [find(view, c, touched, [c])[c] for c in columns]
     parts = [pa.table({"x": values, "b": pa.repeat(1, len(values)), "d": pa.repeat(0, len(values))})
              for values in found]
     parts += [pa.table({"x": values, "b": pa.repeat(0, len(values)), "d": pc.cast(mults, pa.int64())})

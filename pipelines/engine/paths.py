@@ -327,7 +327,7 @@ class PathOperator:
                 continue
             if 0 in states:
                 new |= ends
-            hit = find(self.path.reach, "node", pa.array(sorted(ends), pa.string()))
+            hit = find(self.path.reach, "node", pa.array(sorted(ends), pa.string()), ["root", "state"])
             hit = hit.filter(pc.is_in(hit["state"], pa.array([str(q) for q in states], pa.string())))
             roots |= set(hit["root"].to_pylist())
         return roots, new

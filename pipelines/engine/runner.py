@@ -191,12 +191,14 @@ class Runner:
 
         indexed, filtered = self.held.finder(versions), finder(arrow)
 
-        def find(table: str, column: str, values: pa.Array) -> pa.Table:
+        def find(table: str, column: str, values: pa.Array, columns: list[str] | None = None) -> pa.Table:
             if table in held:
-                return indexed(table, column, values)
+                return indexed(table, column, values, columns)
             version = versions.get(table)
             rows = None if version is None else self.store.find_held(table, column, values, version)
-            return filtered(table, column, values) if rows is None else rows
+            if rows is None:
+                return filtered(table, column, values, columns)
+            return rows if columns is None else rows.select(columns)
 
         # one frame per table for the batch (its version is fixed): the Spark engine's delta rules
         # read a view once per rule that joins it, and building each read anew cost a third of
