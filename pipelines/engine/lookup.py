@@ -9,7 +9,7 @@ builds them over tables read whole, once per table and column for as long as it 
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -19,10 +19,15 @@ from schemas.tables import MULT
 
 from .arrow import consolidate
 
-#: The consolidated rows of a state table whose column holds one of some values: ``find(table,
-#: column, values)``, or ``find(table, column, values, columns)`` for only those of its columns (a
-#: lookup that needs a column or two of thousands of rows takes only those).
-Find = Callable[..., pa.Table]
+
+class Find(Protocol):
+    """The consolidated rows of a state table whose ``column`` holds one of ``values``: only
+    ``columns`` of them, if given (a lookup that needs a column or two of thousands of rows takes
+    only those)."""
+
+    def __call__(self, table: str, column: str, values: pa.Array, columns: list[str] | None = None) -> pa.Table: ...
+
+
 #: A lookup of at most 1/_FEW of a column's distinct values goes through the column's hash of them.
 _FEW = 16
 

@@ -69,10 +69,10 @@ class _Column:
         """The rows, of the first ``used``, holding a value of dictionary positions ``hits``."""
         return self.index.find(self.codes, used, hits)[0]
 
-    def hashes(self, used: int) -> np.ndarray:
-        """The hash of each of the first ``used`` rows' value (:func:`_hashes`): each dictionary
-        entry's, taken by code."""
-        return np.concatenate([_hashes(d) for d in self.dictionary])[self.codes[:used]]
+    def hashes(self, rows: np.ndarray) -> np.ndarray:
+        """The hash of the value of each of ``rows`` (:func:`_hashes`): each dictionary entry's,
+        taken by code."""
+        return np.concatenate([_hashes(d) for d in self.dictionary])[self.codes[rows]]
 
     def take(self, rows: np.ndarray) -> pa.Array:
         """The values of ``rows``, taken from each dictionary chunk apart (a take from the chunks
@@ -297,8 +297,8 @@ class Placed:
         keys, count = list(self.columns), self.count
         if self.keys is None:
             live = np.flatnonzero(self.live[:self.used])
-            hashes = _key_hashes([column.hashes(self.used) for column in self.columns.values()], self.used)
-            self.keys = _KeyIndex(hashes[live], live)
+            hashes = _key_hashes([column.hashes(live) for column in self.columns.values()], len(live))
+            self.keys = _KeyIndex(hashes, live)
 
         def hashed(rows: pa.Table) -> np.ndarray:
             return _key_hashes([_hashes(rows[k]) for k in keys], rows.num_rows)
