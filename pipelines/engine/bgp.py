@@ -163,8 +163,8 @@ class QueryMaintainer:
             rows = product_delta(z, comp_deltas, old)
         else:
             rows = comp_deltas[0]
-        one = () if keeps_components(plan) else plan.components[0].variables    # what rows are consolidated on
-        projected = None if rows is None else project(z, plan, rows, one)
+        consolidated_on = () if keeps_components(plan) else plan.components[0].variables
+        projected = None if rows is None else project(z, plan, rows, consolidated_on)
         if self.aggregate is not None:
             return {**out, **self.aggregate.outputs(projected)}
         if projected is None:
