@@ -13,26 +13,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
-import socket
 import subprocess
 import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pyspark
 
 
 class ClusterError(RuntimeError):
     """The cluster did not come up (the message names the daemon's log)."""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _daemon(cls: str, args: list[str], log: Path) -> subprocess.Popen:
@@ -43,12 +37,31 @@ def _daemon(cls: str, args: list[str], log: Path) -> subprocess.Popen:
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _alive_workers(ui: int) -> int:
+# What the master logs once it has bound its ports (Spark's default log layout). The daemons bind
+# port 0 and the ports are read back from here: a port picked free beforehand can be taken by
+# another process in the seconds a JVM takes to start, and then the master moves to another port
+# while the caller polls a server that is not it.
+_MASTER_URL = re.compile(r"Starting Spark master at (spark://\S+)")
+_MASTER_UI = re.compile(r"MasterWebUI\b.* started at \S+:(\d+)")
+
+
+def _logged(log: Path, pattern: re.Pattern[str]) -> str | None:
+    """The first group of ``pattern``'s first match in ``log`` so far (None before it is written)."""
+    match = pattern.search(log.read_text(errors="replace")) if log.exists() else None
+    return match.group(1) if match else None
+
+
+def _alive_workers(master: str, ui: int) -> int:
+    """Workers the master at ``ui`` reports ALIVE (0 while its page does not answer, or is not
+    that master's)."""
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=2) as page:
-            return sum(w.get("state") == "ALIVE" for w in json.load(page).get("workers", []))
+            state = json.load(page)
     except OSError:
         return 0
+    if state.get("url") != master:
+        return 0
+    return sum(w.get("state") == "ALIVE" for w in state.get("workers", []))
 
 
 @contextmanager
@@ -57,21 +70,26 @@ def standalone_cluster(logs: Path, workers: int = 2, cores: int = 1, memory: str
     """A master and ``workers`` workers (``cores`` and ``memory`` each) while the block runs; yields
     the master URL. Daemon logs go to ``logs``."""
     logs.mkdir(parents=True, exist_ok=True)
-    port, ui = _free_port(), _free_port()
-    master = f"spark://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    master_log = logs / "master.log"
     daemons = [_daemon("org.apache.spark.deploy.master.Master",
-                       ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)], logs / "master.log")]
+                       ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"], master_log)]
+
+    def wait(ready: Callable[[], object]) -> None:
+        while not ready():
+            if time.monotonic() > deadline or any(d.poll() is not None for d in daemons):
+                raise ClusterError(f"the standalone cluster did not start within {timeout:.0f} s (logs: {logs})")
+            time.sleep(0.5)
+
     try:
+        wait(lambda: _logged(master_log, _MASTER_URL) and _logged(master_log, _MASTER_UI))
+        master, ui = _logged(master_log, _MASTER_URL), int(_logged(master_log, _MASTER_UI))
         for i in range(workers):
             daemons.append(_daemon("org.apache.spark.deploy.worker.Worker",
                                    [master, "--host", "127.0.0.1", "--cores", str(cores), "--memory", memory,
-                                    "--webui-port", str(_free_port()), "--work-dir", str(logs / f"worker{i}")],
+                                    "--webui-port", "0", "--work-dir", str(logs / f"worker{i}")],
                                    logs / f"worker{i}.log"))
-        deadline = time.monotonic() + timeout
-        while _alive_workers(ui) < workers:
-            if time.monotonic() > deadline or any(d.poll() is not None for d in daemons):
-                raise ClusterError(f"the standalone cluster did not start within {timeout:.0f} s (logs: {logs})")
-            time.sleep(1)
+        wait(lambda: _alive_workers(master, ui) >= workers)
         yield master
     finally:
         for daemon in daemons:
