@@ -23,7 +23,7 @@ from views.automata import BACKWARD, FORWARD
 from views.path_views import PathDef
 
 from .lookup import Find
-from .path_edges import FOREVER, EdgeIndexes, Edges
+from .path_edges import FOREVER, EdgeIndexes, Edges, tuples
 from .path_reach import Entry, entries_of, pairs_table, reach_row, reach_table, reached
 
 Moves = Mapping[tuple[int, tuple[str, str]], int]       # (state, symbol) -> next state
@@ -46,7 +46,7 @@ def flat_changes(path: PathDef, moves: Moves, edges: Edges, deltas: Mapping[str,
     keys: dict[tuple[str, str], set[int]] = defaultdict(set)
     fresh: dict[tuple[str, str], set[int]] = defaultdict(set)     # those an inserted edge reaches
     for triples, into in ((edges.inserted, fresh), (edges.deleted, None)):
-        for s, p, o, _ in triples:
+        for s, p, o, _ in tuples(triples):
             sym = edges.symbol(p)
             for direction, root, vertex in ((FORWARD, s, o), (BACKWARD, o, s)):
                 state = None if sym is None else moves.get((0, (sym, direction)))
@@ -85,7 +85,9 @@ def flat_changes(path: PathDef, moves: Moves, edges: Edges, deltas: Mapping[str,
         has = bool(finals & new.keys()) or (zero and (path.root is not None or now))
         if had != has:
             pairs[key] += 1 if has else -1
-    return {path.id: pairs_table(path, pairs), path.reach: reach_table(reach)}
+    kept = sorted(pair for pair, sign in pairs.items() if sign)
+    return {path.id: pairs_table(path, [r for r, _ in kept], [v for _, v in kept], [pairs[k] for k in kept]),
+            path.reach: reach_table(reach)}
 
 
 def _stored(find: Find, reach: str, keys: Mapping[tuple[str, str], object]) -> dict[tuple[str, str], dict[int, Entry]]:
@@ -105,15 +107,19 @@ def _counted(moves: Moves, edges: Edges, keys: set[tuple[str, str]]) -> dict[tup
     state the start moves to, the latest time of those edges (one lookup of the roots' edges)."""
     if not keys:
         return {}
-    edges.load({root for root, _ in keys})
+    roots = sorted({root for root, _ in keys})
+    codes = edges.terms.encode(roots)
+    edges.load(codes)
+    which, sym, dst, times = edges.out.gather(codes)
+    targets = edges.terms.decode(dst).to_pylist()
     out: dict[tuple[str, str], dict[int, Entry]] = defaultdict(dict)
-    for root in {root for root, _ in keys}:
-        for sym, target, ts in edges.out.get(root, ()):
-            state = moves.get((0, sym))
-            if state is None or (root, target) not in keys:
-                continue
-            nodes = out[(root, target)]
-            if state not in nodes or ts > nodes[state][1]:
-                nodes[state] = ((root, 0), ts)
+    for i, s, target, ts in zip(which.tolist(), sym.tolist(), targets, times.tolist()):
+        root = roots[i]
+        state = moves.get((0, edges.symbols[s]))
+        if state is None or (root, target) not in keys:
+            continue
+        nodes = out[(root, target)]
+        if state not in nodes or ts > nodes[state][1]:
+            nodes[state] = ((root, 0), ts)
     return out
 

@@ -1,4 +1,5 @@
-"""A path step's edges: the product graph's moves, loaded only around the vertices the walks visit.
+"""A path step's edges: the product graph's moves, as integer-coded arrays, loaded only around the
+vertices the walks visit.
 
 A walk round finds the edges of the vertices it reached in each edge view by subject and by object
 (:class:`EdgeIndexes`), through an index of the view's column (:mod:`pipelines.engine.lookup`): a
@@ -8,19 +9,23 @@ the graph however small the batch). A run keeps the indexes of the views it hold
 batch (:mod:`pipelines.engine.held`), so a batch no longer indexes the views it reads either. The
 edges are those of the graph *after* the step: the view's rows as the step started, without the
 step's deleted edges, with its inserted ones.
+
+The step numbers the vertices it meets (:class:`Terms`) and keeps each vertex's moves as arrays of
+(symbol, target, time) (:class:`Adjacency`): a walk round is then a gather of the moves of its
+whole frontier and a few array operations (:mod:`.path_forest`), where a Python tuple per edge and
+per move cost about a microsecond each (most of the path operator's time at 1M edges).
 """
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.tables import MULT
-from views.automata import BACKWARD, FORWARD
+from views.automata import BACKWARD, FORWARD, Symbol
 from views.path_views import ALL
 
 from .lookup import Find
@@ -31,7 +36,6 @@ TRIPLE_SCHEMA = pa.schema([(c, pa.string()) for c in ("s", "p", "o", "t")])
 FOREVER = 2 ** 62
 
 Triple = tuple[str, str, str, str]       # (s, p, o, t)
-Move = tuple[tuple[str, str], str, int]  # (symbol, vertex moved to, edge time)
 
 
 def time_of(term: str) -> int:
@@ -66,14 +70,16 @@ class ViewIndex:
         """Every edge of the view (a windowed path's expiry check reads them all)."""
         return triples(self.predicate, self._read(self.view), self.stamped)
 
-    def around(self, wanted: pa.Array, from_s: bool, from_o: bool) -> list[Triple]:
+    def around(self, wanted: pa.Array, from_s: bool, from_o: bool) -> pa.Table:
         """The triples whose subject (``from_s``) or object (``from_o``) is in ``wanted``."""
         parts = [self._find(self.view, self._s, wanted)] if from_s else []
         if from_o:
             rows = self._find(self.view, self._o, wanted)
             parts.append(rows.filter(pc.invert(pc.is_in(rows[self._s], value_set=wanted))) if from_s else rows)
         rows = [part for part in parts if part.num_rows]
-        return tuples(triples(self.predicate, pa.concat_tables(rows), self.stamped)) if rows else []
+        if not rows:
+            return TRIPLE_SCHEMA.empty_table()
+        return triples(self.predicate, pa.concat_tables(rows), self.stamped)
 
 
 def members(find: Find, view: str, change: pa.Table | None, columns: tuple[str, ...],
@@ -127,93 +133,236 @@ class EdgeIndexes:
         return self._built[key]
 
 
-@dataclass
+def triple_keys(rows: pa.Table) -> pa.ChunkedArray:
+    """One string per timed triple (terms never hold a newline: N-Triples escapes it)."""
+    return pc.binary_join_element_wise(rows["s"], rows["p"], rows["o"], rows["t"], "\n")
+
+
+def times(terms: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """:func:`time_of` of each term, in Arrow (split at its quotes: a regular expression is
+    compiled at every call, which small steps make many of)."""
+    if not len(terms) or not pc.max(pc.utf8_length(terms)).as_py():
+        return np.full(len(terms), FOREVER, np.int64)
+    digits = pc.list_element(pc.split_pattern(pc.binary_join_element_wise(terms, '""', ""), '"', max_splits=2), 1)
+    digits = pc.if_else(pc.equal(digits, ""), pa.scalar(None, pa.string()), digits)
+    return pc.fill_null(pc.cast(digits, pa.int64()), FOREVER).to_numpy(zero_copy_only=False)
+
+
+class Terms:
+    """The vertices a step meets, numbered in the order it meets them: its walks, trees and moves
+    are arrays of these numbers, and strings come back only for the rows it writes."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, int] = {}
+        self._strings: pa.Array = pa.array([], pa.string())
+
+    def __len__(self) -> int:
+        return len(self._codes)
+
+    def encode(self, values: pa.Array | pa.ChunkedArray | list[str]) -> np.ndarray:
+        """The numbers of ``values``, new ones numbered from the next free one."""
+        values = values if isinstance(values, list) else values.to_pylist()
+        codes = self._codes
+        add = codes.setdefault
+        return np.fromiter((add(v, len(codes)) for v in values), np.int64, len(values))
+
+    def decode(self, codes: np.ndarray) -> pa.Array:
+        """The strings numbered ``codes``."""
+        if not len(codes):
+            return pa.array([], pa.string())
+        if len(self._strings) != len(self._codes):
+            self._strings = pa.array(list(self._codes), pa.string())
+        return self._strings.take(pa.array(codes, pa.int64()))
+
+    def decode_list(self, codes: Iterable[int]) -> list[str]:
+        return self.decode(np.fromiter(codes, np.int64)).to_pylist()
+
+
+def _grown(array: np.ndarray, size: int, fill: int) -> np.ndarray:
+    """``array`` extended with ``fill`` to at least ``size`` entries (doubling, so that growing
+    one vertex at a time stays linear)."""
+    if len(array) >= size:
+        return array
+    out = np.full(max(size, 2 * len(array), 64), fill, array.dtype)
+    out[:len(array)] = array
+    return out
+
+
+class Adjacency:
+    """Moves by the vertex they leave: each vertex's moves (symbol, target, time) contiguous in
+    arrays (CSR), added a set of vertices at a time; a vertex never added has none."""
+
+    def __init__(self) -> None:
+        self.begin = np.zeros(0, np.int64)
+        self.size = np.zeros(0, np.int64)
+        self.added = np.zeros(0, bool)
+        self._parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._total = 0
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def add(self, vertices: np.ndarray, src: np.ndarray, sym: np.ndarray, dst: np.ndarray, ts: np.ndarray) -> None:
+        """Add every move of ``vertices`` (distinct, none added before): those of ``src``."""
+        top = int(max(vertices.max(initial=-1), src.max(initial=-1))) + 1
+        self.begin, self.size = _grown(self.begin, top, 0), _grown(self.size, top, 0)
+        self.added = _grown(self.added, top, False)
+        order = np.argsort(src, kind="stable")
+        src = src[order]
+        uniq, first, counts = np.unique(src, return_index=True, return_counts=True)
+        self.begin[uniq], self.size[uniq] = self._total + first, counts
+        self.added[vertices] = True
+        self._parts.append((sym[order], dst[order], ts[order]))
+        self._total += len(src)
+        self._arrays = None
+
+    def sources(self) -> np.ndarray:
+        """The vertices with a move, in order."""
+        return np.flatnonzero(self.size)
+
+    def loaded(self, vertices: np.ndarray) -> np.ndarray:
+        """Which of ``vertices`` were added."""
+        inside = vertices < len(self.added)
+        out = np.zeros(len(vertices), bool)
+        out[inside] = self.added[vertices[inside]]
+        return out
+
+    def gather(self, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The moves of each of ``vertices``: (which vertex, by position in ``vertices``; symbol;
+        target; time)."""
+        if self._arrays is None:
+            parts = self._parts or [(np.zeros(0, np.int64),) * 3]
+            self._arrays = tuple(np.concatenate(c) for c in zip(*parts))     # type: ignore[assignment]
+            self._parts = [self._arrays]                                        # type: ignore[list-item]
+        inside = vertices < len(self.size)
+        n = np.zeros(len(vertices), np.int64)
+        n[inside] = self.size[vertices[inside]]
+        start = np.zeros(len(vertices), np.int64)
+        start[inside] = self.begin[vertices[inside]]
+        which = np.repeat(np.arange(len(vertices)), n)
+        at = np.repeat(start - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
+        sym, dst, ts = self._arrays
+        return which, sym[at], dst[at], ts[at]
+
+
 class Edges:
-    """A path's edges after the step, as product-graph adjacency over automaton symbols. ``out[x]``
-    is complete for every vertex ``x`` loaded so far (for the automaton's directions: a walk skips
-    the others), in the order the edges were read (view rows, then inserted edges). ``first[x]``
-    holds only the moves from ``x`` that a step's walk must start with (semi-naively): those of
-    the inserted edges, and those into the vertices of removed nodes once :meth:`enter` found them;
+    """A path's edges after the step, as product-graph moves over the automaton's ``symbols``
+    (indexes into it), between vertices numbered by ``terms``. :attr:`out` holds every move of
+    each vertex loaded so far (in the automaton's directions: a walk skips the others);
+    :attr:`first` only the moves a step's walk must start with (semi-naively): those of the
+    inserted edges, and those into the vertices of removed nodes once :meth:`enter` found them;
     every other edge from a tree node already led into the tree before the step."""
 
-    views: list[ViewIndex]
-    inserted: list[Triple]
-    deleted: set[Triple]
-    symbol: Callable[[str], str | None]
-    directions: set[str]                                # the directions the automaton moves in
-    out: dict[str, list[Move]] = field(default_factory=lambda: defaultdict(list))
-    loaded: set[str] = field(default_factory=set)
-    first: dict[str, list[Move]] = field(default_factory=lambda: defaultdict(list))
-    _inserted_at: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    def __init__(self, views: list[ViewIndex], inserted: pa.Table, deleted: pa.Table,
+                 symbol: Callable[[str], str | None], symbols: Iterable[Symbol], terms: Terms) -> None:
+        self.views, self.symbol, self.terms = views, symbol, terms
+        self.symbols = list(symbols)
+        self.directions = {d for _, d in self.symbols}
+        self.inserted, self.deleted = inserted, deleted
+        self._deleted_keys = triple_keys(deleted) if deleted.num_rows else None
+        self.out = Adjacency()
+        self._first = self._moves(inserted)
+        self.first = self._adjacency(self._first)
 
-    def __post_init__(self) -> None:
-        for i, (s, _, o, _) in enumerate(self.inserted):
-            self._inserted_at[s].append(i)
-            if o != s:
-                self._inserted_at[o].append(i)
-        self._add_moves(self.first, self.inserted)
-
-    def _add_moves(self, moves: dict[str, list[Move]], edges: list[Triple],
-                   out_of: set[str] | None = None, into: set[str] | None = None) -> None:
-        """Add to ``moves`` the moves of ``edges`` in the automaton's directions (only those out
-        of a vertex of ``out_of``, or into one of ``into``, when given)."""
-        forward, backward = FORWARD in self.directions, BACKWARD in self.directions
-        # each predicate's two symbols made once: a round adds hundreds of thousands of moves
-        symbols: dict[str, tuple[tuple[str, str], tuple[str, str]] | None] = {}
-        for s, p, o, t in edges:
-            if p not in symbols:
-                key = self.symbol(p)
-                symbols[p] = None if key is None else ((key, FORWARD), (key, BACKWARD))
-            pair = symbols[p]
-            if pair is None:
+    def _moves(self, rows: pa.Table, out_of: np.ndarray | None = None,
+               into: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """The moves of the edges ``rows`` in the automaton's directions, as arrays (source,
+        symbol, target, time): only those out of a vertex of ``out_of``, or into one of ``into``
+        (masks by vertex number), when given."""
+        if not rows.num_rows:
+            return (np.zeros(0, np.int64),) * 4
+        s, o = self.terms.encode(rows["s"]), self.terms.encode(rows["o"])
+        ts = times(rows["t"])
+        encoded = pc.dictionary_encode(rows["p"]).combine_chunks()
+        predicates = encoded.dictionary.to_pylist()
+        which = encoded.indices.to_numpy(zero_copy_only=False)
+        index = {sym: i for i, sym in enumerate(self.symbols)}
+        parts = []
+        for direction, src, dst in ((FORWARD, s, o), (BACKWARD, o, s)):
+            if direction not in self.directions:
                 continue
-            ts = time_of(t)
-            if forward and (out_of is None or s in out_of) and (into is None or o in into):
-                moves[s].append((pair[0], o, ts))
-            if backward and (out_of is None or o in out_of) and (into is None or s in into):
-                moves[o].append((pair[1], s, ts))
+            named = np.array([index.get((key, direction), -1) if (key := self.symbol(p)) is not None else -1
+                              for p in predicates] or [-1], np.int64)
+            sym = named[which] if len(which) else np.zeros(0, np.int64)
+            keep = sym >= 0
+            if out_of is not None:
+                keep &= _member(src, out_of)
+            if into is not None:
+                keep &= _member(dst, into)
+            parts.append((src[keep], sym[keep], dst[keep], ts[keep]))
+        if not parts:
+            return (np.zeros(0, np.int64),) * 4
+        return tuple(np.concatenate(c) for c in zip(*parts))
 
-    def _around(self, vertices: set[str], from_s: bool, from_o: bool, inserted: bool = True) -> list[Triple]:
-        """The edges after the step with an end in ``vertices`` (subject, object or either),
+    def _adjacency(self, moves: tuple[np.ndarray, ...]) -> Adjacency:
+        adjacency = Adjacency()
+        src = moves[0]
+        adjacency.add(np.unique(src), *moves)
+        return adjacency
+
+    def _around(self, vertices: np.ndarray, from_s: bool, from_o: bool, inserted: bool = True) -> pa.Table:
+        """The edges after the step with an end among ``vertices`` (subject, object or either),
         without the inserted ones unless ``inserted``."""
-        wanted = pa.array(sorted(vertices), pa.string())
-        rows = [e for view in self.views for e in view.around(wanted, from_s, from_o)
-                if not self.deleted or e not in self.deleted]
-        if not inserted:
-            return rows
-        positions = sorted({i for v in vertices for i in self._inserted_at.get(v, ())})
-        return rows + [self.inserted[i] for i in positions
-                       if (from_s and self.inserted[i][0] in vertices) or (from_o and self.inserted[i][2] in vertices)]
+        wanted = self.terms.decode(vertices)
+        parts = [view.around(wanted, from_s, from_o) for view in self.views]
+        rows = pa.concat_tables([TRIPLE_SCHEMA.empty_table(), *parts])
+        if self._deleted_keys is not None and rows.num_rows:
+            rows = rows.filter(pc.invert(pc.is_in(triple_keys(rows), value_set=self._deleted_keys)))
+        if inserted and self.inserted.num_rows:
+            ins = self.inserted
+            ends = [pc.is_in(ins[c], value_set=wanted) for c, on in (("s", from_s), ("o", from_o)) if on]
+            mask = ends[0] if len(ends) == 1 else pc.or_(*ends)
+            rows = pa.concat_tables([rows, ins.filter(mask)])
+        return rows
 
-    def load(self, vertices: set[str]) -> set[str]:
-        """Complete the adjacency of ``vertices``; returns those it loaded (the others were)."""
-        new = vertices - self.loaded
-        if new:
-            self.loaded |= new
-            self._add_moves(self.out, self._around(new, FORWARD in self.directions, BACKWARD in self.directions),
-                            out_of=new)
+    def load(self, vertices: np.ndarray) -> np.ndarray:
+        """Complete the moves of ``vertices``; returns those it loaded (the others were)."""
+        if not len(vertices):
+            return vertices
+        new = np.unique(vertices)
+        new = new[~self.out.loaded(new)]
+        if len(new):
+            rows = self._around(new, FORWARD in self.directions, BACKWARD in self.directions)
+            self.out.add(new, *self._moves(rows, out_of=_mask(new, len(self.terms))))
         return new
 
-    def load_reachable(self, vertices: set[str]) -> None:
+    def load_reachable(self, vertices: np.ndarray) -> None:
         """Load ``vertices`` and everything their moves reach, a breadth-first round at a time
         (one lookup in the indexes per round)."""
-        while vertices:
-            vertices = {target for vertex in self.load(vertices) for _, target, _ in self.out.get(vertex, ())}
+        while len(vertices):
+            loaded = self.load(vertices)
+            vertices = self.out.gather(loaded)[2]
 
-    def enter(self, vertices: set[str]) -> dict[str, set[str]]:
+    def moves_of(self, vertex: int) -> list[tuple[int, int, int]]:
+        """The (symbol, target, time) moves of a loaded ``vertex``, for the Python walks."""
+        _, sym, dst, ts = self.out.gather(np.array([vertex], np.int64))
+        return list(zip(sym.tolist(), dst.tolist(), ts.tolist()))
+
+    def enter(self, vertices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Add to :attr:`first` the moves of the graph after the step into ``vertices`` (the
-        vertices of removed nodes, where a walk may re-enter them), and return, for each of them,
-        the vertices those moves come from (itself through a self-loop). Read on demand, for the
-        removed nodes only, all in one lookup (a popular node's many edges stay unread
-        otherwise). The inserted edges are left out: their moves are in :attr:`first` already, and
-        a walk starts from their sources anyway."""
-        sources: dict[str, set[str]] = {v: set() for v in vertices}
-        if not vertices:
-            return sources
-        entering: dict[str, list[Move]] = defaultdict(list)
-        self._add_moves(entering, self._around(vertices, True, True, inserted=False), into=vertices)
-        for vertex, moves in entering.items():
-            for _, target, _ in moves:
-                sources[target].add(vertex)
-            self.first[vertex] += moves
-        return sources
+        vertices of removed nodes, where a walk may re-enter them), and return them as pairs
+        (vertex entered, vertex the move comes from; itself through a self-loop). Read on
+        demand, for the removed nodes only, all in one lookup (a popular node's many edges stay
+        unread otherwise). The inserted edges are left out: their moves are in :attr:`first`
+        already, and a walk starts from their sources anyway."""
+        vertices = np.unique(vertices)
+        if not len(vertices):
+            return vertices, vertices
+        rows = self._around(vertices, True, True, inserted=False)
+        moves = self._moves(rows, into=_mask(vertices, len(self.terms)))
+        self._first = tuple(np.concatenate(pair) for pair in zip(self._first, moves))
+        self.first = self._adjacency(self._first)
+        return moves[2], moves[0]
+
+
+def _mask(vertices: np.ndarray, size: int) -> np.ndarray:
+    """A mask over vertex numbers ``0..size-1`` of ``vertices``."""
+    mask = np.zeros(size, bool)
+    mask[vertices] = True
+    return mask
+
+
+def _member(codes: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Which of ``codes`` ``mask`` holds (numbers beyond it are not)."""
+    out = np.zeros(len(codes), bool)
+    inside = codes < len(mask)
+    out[inside] = mask[codes[inside]]
+    return out

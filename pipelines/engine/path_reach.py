@@ -5,8 +5,7 @@ through these, so that they keep the very same rows.
 """
 from __future__ import annotations
 
-from typing import Mapping
-
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -23,7 +22,6 @@ REACH_SCHEMA = binding_schema(REACH_COLUMNS)
 
 ProductNode = tuple[str, int]            # (graph node, automaton state)
 Entry = tuple[ProductNode, int]          # (witness parent, max-min time)
-Tree = dict[ProductNode, Entry]          # a root's reached nodes
 
 
 def reached(find: Find, reach: str, values: set[str], column: str = "root") -> pa.Table:
@@ -49,15 +47,33 @@ def reach_row(root: str, node: ProductNode, entry: Entry, sign: int) -> tuple:
 
 def reach_table(rows: list[tuple]) -> pa.Table:
     """Signed rows (:func:`reach_row`) as the reach table's change."""
-    columns = [list(c) for c in zip(*rows)] if rows else [[] for _ in REACH_SCHEMA.names]
-    return pa.table(dict(zip(REACH_SCHEMA.names, columns)), schema=REACH_SCHEMA)
+    root, node, state, parent, pstate, ts, mult = ([list(c) for c in zip(*rows)] if rows else [[]] * 7)
+    return pa.table(dict(zip(REACH_SCHEMA.names, (root, node, state, parent, pstate, ts, mult))), schema=REACH_SCHEMA)
 
 
-def pairs_table(path: PathDef, pairs: Mapping[tuple[str, str], int]) -> pa.Table:
-    """The path view's change from its pairs' signs: pairs as its columns (root and end, one
-    variable, or none)."""
-    kept = [(root, node, mult) for (root, node), mult in sorted(pairs.items())
-            if mult and not (path.same and root != node) and not (path.end is not None and node != path.end)]
-    roots, nodes, mults = (list(c) for c in zip(*kept)) if kept else ([], [], [])
-    values = {"v0": roots, "v1": nodes} if path.root is None else {"v0": nodes}
-    return pa.table({**{c: values[c] for c in path.columns}, MULT: mults}, schema=binding_schema(path.columns))
+def reach_columns(root: pa.Array, node: pa.Array, state: np.ndarray, parent: pa.Array, pstate: np.ndarray,
+                  ts: np.ndarray, mult: np.ndarray) -> pa.Table:
+    """The reach table's change from its columns (states and times as numbers)."""
+    if not len(mult):
+        return REACH_SCHEMA.empty_table()
+    number = lambda values: pc.cast(pa.array(values, pa.int64()), pa.string())  # noqa: E731
+    times = pc.if_else(pa.array(ts == FOREVER), "", number(ts))
+    return pa.table(dict(zip(REACH_SCHEMA.names, (root, node, number(state), parent, number(pstate), times,
+                                                  pa.array(mult, pa.int64())))), schema=REACH_SCHEMA)
+
+
+def pairs_table(path: PathDef, roots: pa.Array | list[str], nodes: pa.Array | list[str],
+                mults: np.ndarray | list[int]) -> pa.Table:
+    """The path view's change from its pairs (root, end) and their signs: pairs as its columns
+    (root and end, one variable, or none), in order."""
+    if not len(mults):
+        return binding_schema(path.columns).empty_table()
+    pairs = pa.table({"root": pa.array(roots, pa.string()), "node": pa.array(nodes, pa.string()),
+                      MULT: pa.array(mults, pa.int64())})
+    if path.same:
+        pairs = pairs.filter(pc.equal(pairs["root"], pairs["node"]))
+    if path.end is not None:
+        pairs = pairs.filter(pc.equal(pairs["node"], path.end))
+    pairs = pairs.filter(pc.not_equal(pairs[MULT], 0)).sort_by([("root", "ascending"), ("node", "ascending")])
+    values = {"v0": pairs["root"], "v1": pairs["node"]} if path.root is None else {"v0": pairs["node"]}
+    return pa.table({**{c: values[c] for c in path.columns}, MULT: pairs[MULT]}, schema=binding_schema(path.columns))

@@ -48,19 +48,20 @@ nodes whose reachability changes, set at a time where it can be:
   edges of the vertices it moves from, all in one lookup in the edge views' indexes
   (:mod:`.path_edges`): no edge is read that no walk follows;
 - the rows a step starts from (tree nodes at an inserted edge's end, nodes whose witness edge was
-  deleted) are picked from the reach rows in Arrow, not by going through each tree;
+  deleted) are picked from the forest's columns at once, not by going through each tree;
 - a tree that only inserted edges reach is read whole only if the walk's first round changes it,
   which is found from its rows at the vertices that round moves from and to: one more edge at a
   popular node reaches thousands of trees that hold its other end already;
 - the cut and the walk report the nodes they change, and only those give pairs and reach rows (a
-  node that goes or moves is one -1 row, one that comes or moves one +1).
+  node that goes or moves is one -1 row, one that comes or moves one +1);
+- the trees, the moves and the walk's rounds are integer-coded arrays (:mod:`.path_forest`), the
+  vertices numbered for the step (:class:`~.path_edges.Terms`): strings are met once, when rows
+  are read, and made again only for the rows written.
 """
 from __future__ import annotations
 
-import functools
-import gc
 from collections import defaultdict
-from typing import Callable, Container, Iterable, Iterator, Mapping, TypeVar
+from typing import Callable, Iterable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -73,48 +74,16 @@ from views.path_views import PathDef
 from .arrow import consolidate
 from .flat_paths import flat_changes, is_flat
 from .lookup import Find, finder
-from .path_edges import FOREVER, TRIPLE_SCHEMA, EdgeIndexes, Edges, Triple, ViewIndex, time_of, triples, tuples
-from .path_reach import REACH_SCHEMA, ProductNode, Tree, entries_of, pairs_table, reach_row, reach_table, reached
+from .path_edges import (FOREVER, TRIPLE_SCHEMA, EdgeIndexes, Edges, Terms, Triple, ViewIndex, time_of, triple_keys,
+                         triples, tuples)
+from .path_forest import Forest, Frontier, check_bounds, cut, isin, key_parts, key_roots, node_keys, pair_keys, pair_parts, walk
+from .path_reach import REACH_SCHEMA, pairs_table, reach_columns, reached
 from .zsets import binding_schema
-
-
-F = TypeVar("F", bound=Callable)
-
-
-def _without_cycle_collection(step: F) -> F:
-    """Run ``step`` with Python's cycle collector paused. A step builds its trees as millions of
-    small tuples and dicts, none of them in a cycle (reference counting frees them all), and the
-    collector, triggered by the count of allocations, kept traversing them: a quarter of the path
-    operator's time on 10,000-edge batches at 1M edges. It is enabled again afterwards, unless it
-    was off already (another thread's step, or the caller's choice)."""
-    @functools.wraps(step)
-    def paused(*args, **kwargs):
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            return step(*args, **kwargs)
-        finally:
-            if enabled:
-                gc.enable()
-    return paused  # type: ignore[return-value]
 
 
 def path_tables(path: PathDef) -> dict[str, pa.Schema]:
     """The tables of a path view: its pairs (a view-shaped set) and its reach state."""
     return {path.id: binding_schema(path.columns), path.reach: REACH_SCHEMA}
-
-
-def _without(graph: pa.Table, deleted: list[Triple]) -> pa.Table:
-    """``graph`` (s, p, o) without the ``deleted`` triples."""
-    if not deleted:
-        return graph
-    gone = pa.Table.from_arrays([pa.array(column, pa.string()) for column in zip(*deleted)], schema=TRIPLE_SCHEMA)
-    return graph.filter(pc.invert(pc.is_in(_keys(graph), _keys(gone))))
-
-
-def _keys(triples: pa.Table) -> pa.ChunkedArray:
-    """One string per timed triple (terms never hold a newline: N-Triples escapes it)."""
-    return pc.binary_join_element_wise(triples["s"], triples["p"], triples["o"], triples["t"], "\n")
 
 
 def _signed(rows: pa.Table) -> tuple[pa.Table, pa.Table]:
@@ -129,10 +98,15 @@ class PathOperator:
         self.path = path
         automaton = path.automaton
         self.moves = automaton.table()
-        # the states a walk can leave: a node in any other (the end of `(a|b)`, of `a/b`) is
-        # reached, and its vertex's edges are never loaded for it
-        self.leaving = {state for state, _ in self.moves}
-        self.finals = set(automaton.finals)
+        self.symbols = sorted({sym for _, sym in self.moves})
+        # the transition table, and the states a walk can leave: a node in any other (the end of
+        # `(a|b)`, of `a/b`) is reached, and its vertex's edges are never loaded for it
+        self.trans = np.full((automaton.states, max(len(self.symbols), 1)), -1, np.int64)
+        for (state, sym), nxt in self.moves.items():
+            self.trans[state, self.symbols.index(sym)] = nxt
+        self.leaving = np.zeros(automaton.states, bool)
+        self.leaving[[state for state, _ in self.moves]] = True
+        self.finals = sorted(automaton.finals)
         self.named = {sym[0] for sym in automaton.symbols if sym[0] != OTHER}
         self.other = automaton.uses_other
         self.flat = is_flat(path, self.moves)
@@ -142,7 +116,6 @@ class PathOperator:
             return predicate
         return OTHER if self.other else None
 
-    @_without_cycle_collection
     def step(self, read: Callable[[str], pa.Table], deltas: Mapping[str, pa.Table],
              initial: bool = False, indexes: EdgeIndexes | None = None, find: Find | None = None,
              sharing: Iterable[PathDef] = ()) -> dict[str, pa.Table]:
@@ -154,119 +127,143 @@ class PathOperator:
         whole). Empty when none of them changed, unless ``initial`` (the step from nothing, where
         a constant root's zero-length pair answers even with no edges). The pairs of the path views
         ``sharing`` its walk (:func:`walks`) come from the same walk."""
-
         path = self.path
         touched = [v for _, v in path.edges] + [v for v in (path.nodes, path.seed and path.seed[0]) if v]
         if not initial and not any(v in deltas and deltas[v].num_rows for v in touched):
             return {}
-        inserted: list[Triple] = []
-        deleted: list[Triple] = []
+        plus, minus = [TRIPLE_SCHEMA.empty_table()], [TRIPLE_SCHEMA.empty_table()]
         for predicate, view in path.edges:
             change = deltas.get(view)
             if change is not None and change.num_rows:
-                plus, minus = _signed(change)
-                inserted += tuples(triples(predicate, plus, path.stamped))
-                deleted += tuples(triples(predicate, minus, path.stamped))
+                inserted_rows, deleted_rows = _signed(change)
+                plus.append(triples(predicate, inserted_rows, path.stamped))
+                minus.append(triples(predicate, deleted_rows, path.stamped))
+        inserted, deleted = pa.concat_tables(plus), pa.concat_tables(minus)
         find = find or finder(read)
         indexes = indexes or EdgeIndexes(read, find)
         views = [indexes.get(p, v, path.stamped) for p, v in path.edges]
-        edges = Edges(views, inserted, set(deleted), self._symbol, {sym[1] for _, sym in self.moves})
+        terms = Terms()
+        edges = Edges(views, inserted, deleted, self._symbol, self.symbols, terms)
         sharing = list(sharing)
         if self.flat and not initial and not sharing:       # every match one edge: no tree read, no walk
             return flat_changes(path, self.moves, edges, deltas, find, indexes)
-        roots, read_whole, members = self._roots(deltas, find, indexes, inserted, deleted)
+        inserted_list, deleted_list = tuples(inserted), tuples(deleted)
+        roots, read_whole, members = self._roots(deltas, find, indexes, inserted_list, deleted_list)
         if not initial and not path.simple:
             roots = read_whole | self._changing(roots - read_whole, find, edges)
-        rows = reached(find, path.reach, roots)
-        trees = _trees(rows)
+        before = Forest.of(reached(find, path.reach, roots), terms)
+        root_codes = np.unique(terms.encode(sorted(roots)))
+        check_bounds(terms, len(self.leaving))
         stored = self._stored(read, find, roots) if path.simple and not initial else {}
         if path.simple:
-            edges.load_reachable(roots)         # the enumeration follows every edge from a root
-        expired = _expiry(_graph_after(views, deleted), inserted, deleted) if path.stamped and deleted else None
+            edges.load_reachable(root_codes)    # the enumeration follows every edge from a root
+        expired = _expiry(_graph_after(views, deleted), inserted_list, deleted_list) \
+            if path.stamped and deleted.num_rows else None
         seeded = path.seed is not None
-        # first every tree loses what its deleted witnesses cut (the parents' edges looked up at
-        # once for all trees), then every tree is walked from its frontier, all together
-        suspects = _by_root(rows, _witnessed_by(rows, deleted)) if deleted and expired is None else {}
-        edges.load({parent[0] for nodes in suspects.values() for _, (parent, _) in nodes})
-        cuts: dict[str, tuple[Tree, set[ProductNode]]] = {}
-        for root in sorted(roots):
-            tree = trees.get(root, {})
-            if seeded and not members.get(root, (True, True))[1]:
-                cuts[root] = {}, set(tree)              # a seed that went takes its whole tree
-            else:
-                # a tree is copied only where it changes: here where it may be cut, below where
-                # it is walked (a deletion reads tens of thousands of trees, most left as they were)
-                after = dict(tree) if expired is not None or root in suspects else tree
-                cuts[root] = after, self._cut(after, suspects.get(root, []), edges, expired)
-        # the walk starts semi-naively: from the tree nodes (and the start) at a vertex with a
-        # first move (an inserted edge's, or one into a removed node), along those moves only,
-        # except from a new seed's start, which follows every edge (it had no tree)
-        inserted_from = set(edges.first)
-        sources = edges.enter({v for _, gone in cuts.values() for v, _ in gone}) if expired is None else {}
-        at_starts = _at(rows, edges.first, self.leaving)
-        frontier: dict[str, list[ProductNode]] = {}
-        whole: set[str] = set()
-        for root, (after, gone) in cuts.items():
-            was, now = members.get(root, (True, True))
-            if seeded and not now:
-                continue
-            if seeded and not was:
-                whole.add(root)
-            # the tree's own starts: where a walk can re-enter one of its removed nodes
-            own = {u for v in {v for v, _ in gone} for u in sources.get(v, ())} if gone else frozenset()
-            nodes = _starts(root, after, at_starts.get(root, ()), inserted_from, own, root in whole)
-            if nodes:
-                frontier[root] = nodes
-        for root in frontier:       # the walk grows trees in place: copy those no cut copied
-            after, gone = cuts[root]
-            if after is trees.get(root):
-                cuts[root] = dict(after), gone
-        walked = self._walk({root: cuts[root][0] for root in frontier}, edges, frontier, whole)
-        pairs: dict[str, dict[tuple[str, str], int]] = {p.id: defaultdict(int) for p in (path, *sharing)}
-        reach: list[tuple] = []
-        for root, (after, gone) in cuts.items():
-            # (before, after): a seed's membership of its view, a node's of the graph (for a
-            # zero-length match); a root whose triples did not change is in both (it has a tree)
-            was, now = members.get(root, (True, True))
-            grown = walked.get(root)
-            changed = gone | grown if grown else gone
-            if not (changed or was != now or initial or path.simple):
-                continue    # the tree and the root's membership as they were: most trees a deletion reads
-            before = trees.get(root, {})
-            if path.simple:
-                old = set() if initial else stored.get(root, set())
-                new = self._simple(root, edges) if not (seeded and not now) else set()
-                new |= {(root, root)} if path.nullable and (path.root is not None or now) else set()
-                for pair, sign in [(pair, -1) for pair in old - new] + [(pair, 1) for pair in new - old]:
-                    pairs[path.id][pair] += sign
-            else:
-                for view in (path, *sharing):
-                    for pair, sign in self._pair_changes(view, root, before, after, changed, (was, now), initial):
-                        pairs[view.id][pair] += sign
-            reach += _reach_changes(root, before, after, changed)
-        out = {view.id: pairs_table(view, pairs[view.id]) for view in (path, *sharing)}
-        return {**out, path.reach: reach_table(reach)}
+        was, now = _membership(terms, root_codes, members)
+        # first every tree loses what its deleted witnesses cut, then every tree is walked from
+        # its frontier, all together
+        gone = np.zeros(len(before), bool)
+        if seeded:
+            gone |= isin(before.root, np.unique(root_codes[~now]))     # a seed that went takes its whole tree
+        if expired is not None:
+            gone |= before.ts <= expired
+        elif deleted.num_rows:
+            gone |= cut(before, self._witnessed_by(before, edges), edges, self.trans)
+        forest = before.without(gone)
+        starts = self._frontier(forest, root_codes[now] if seeded else root_codes, edges,
+                                before.root[gone], before.node[gone] if expired is None else None,
+                                whole=root_codes[~was & now] if seeded else root_codes[:0])
+        grown = walk(forest, edges, self.trans, self.leaving, starts)
+        changed = np.union1d(before.keys[gone], grown)
+        # the roots whose pairs can change: those whose tree changed, whose membership changed
+        # (a seed's of its view, a node's of the graph, for a zero-length match), or all of them
+        # on the initial step and under simple paths
+        active = root_codes if initial or path.simple else \
+            np.union1d(key_roots(changed), root_codes[was != now])
+        out: dict[str, pa.Table] = {}
+        if path.simple:         # (simple paths are enumerated, never walked: none shares their walk)
+            out[path.id] = self._simple_changes(terms, root_codes, now, stored, edges)
+        for view in () if path.simple else (path, *sharing):
+            out[view.id] = self._pair_changes(view, terms, before, forest, changed, active, root_codes,
+                                              (was, now), initial)
+        return {**out, path.reach: _reach_changes(terms, before, forest, changed)}
 
-    def _simple(self, root: str, edges: Edges) -> set[tuple[str, str]]:
+    # -- the frontier, the cut's suspects -------------------------------------------------------
+    def _frontier(self, forest: Forest, roots: np.ndarray, edges: Edges, gone_roots: np.ndarray,
+                  gone_vertices: np.ndarray | None, whole: np.ndarray) -> Frontier:
+        """Where the walk starts, semi-naively: the tree nodes (and the start) of ``roots`` at a
+        vertex with a first move (an inserted edge's), or at a vertex with a move into one of the
+        root's own removed nodes (``gone_roots`` and ``gone_vertices``, whose entering moves are
+        added to the first ones here); along those moves only, except from the start of a root
+        in ``whole`` (a new seed's, which had no tree), which follows every edge."""
+        inserted_from = edges.first.sources()
+        own = np.zeros(0, np.int64)
+        if gone_vertices is not None and len(gone_vertices):
+            entered, source = edges.enter(gone_vertices)
+            # (root, source) for every removed (root, vertex) and move (source -> vertex)
+            removed = np.unique(pair_keys(gone_roots, gone_vertices))
+            order = np.argsort(entered, kind="stable")
+            entered, source = entered[order], source[order]
+            removed_root, vertex = pair_parts(removed)
+            lo, hi = np.searchsorted(entered, vertex, "left"), np.searchsorted(entered, vertex, "right")
+            n = hi - lo
+            at = np.repeat(lo - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
+            own = np.unique(pair_keys(np.repeat(removed_root, n), source[at]))
+        starts_root = (isin(roots, inserted_from) | isin(pair_keys(roots, roots), own)) & ~isin(roots, whole)
+        start = np.concatenate([roots[starts_root], whole])
+        every = np.concatenate([np.zeros(int(starts_root.sum()), bool), np.ones(len(whole), bool)])
+        at = self.leaving[forest.state] & (isin(forest.node, inserted_from) |
+                                           isin(pair_keys(forest.root, forest.node), own))
+        at &= isin(forest.root, roots)
+        return Frontier(np.concatenate([start, forest.root[at]]), np.concatenate([start, forest.node[at]]),
+                        np.concatenate([np.zeros(len(start), np.int64), forest.state[at]]),
+                        np.concatenate([np.full(len(start), FOREVER, np.int64), forest.ts[at]]),
+                        np.concatenate([every, np.zeros(int(at.sum()), bool)]))
+
+    def _witnessed_by(self, forest: Forest, edges: Edges) -> np.ndarray:
+        """Which rows join their parent to their node by a vertex pair that a deleted edge joins
+        (either way round): the nodes whose witness edge may have gone."""
+        s, o = edges.terms.encode(edges.deleted["s"]), edges.terms.encode(edges.deleted["o"])
+        pairs = np.unique(np.concatenate([pair_keys(s, o), pair_keys(o, s)]))
+        return isin(pair_keys(forest.parent, forest.node), pairs)
+
+    def _simple_changes(self, terms: Terms, roots: np.ndarray, now: np.ndarray,
+                        stored: Mapping[str, set[tuple[str, str]]], edges: Edges) -> pa.Table:
+        """The pairs of each root that come and go under simple-path semantics: enumerated again
+        (the walk forest only tells which roots a batch touches) and compared with those stored."""
+        path = self.path
+        pairs: dict[tuple[str, str], int] = defaultdict(int)
+        for code, root, member in zip(roots.tolist(), terms.decode(roots).to_pylist(), now.tolist()):
+            old = stored.get(root, set())
+            new = self._simple(code, edges) if member or path.seed is None else set()
+            new |= {(root, root)} if path.nullable and (path.root is not None or member) else set()
+            for pair, sign in [(pair, -1) for pair in old - new] + [(pair, 1) for pair in new - old]:
+                pairs[pair] += sign
+        kept = sorted(pair for pair, sign in pairs.items() if sign)
+        return pairs_table(path, [r for r, _ in kept], [v for _, v in kept], [pairs[k] for k in kept])
+
+    def _simple(self, root: int, edges: Edges) -> set[tuple[str, str]]:
         """The root's pairs under simple-path semantics: nodes reached in a final state along a
         path that repeats no node, the root included (depth-first, every such path: exponential in
-        the worst case; the walk forest only tells which roots a batch touches)."""
-        found: set[tuple[str, str]] = set()
+        the worst case)."""
+        found: set[int] = set()
         on_path = {root}
 
-        def visit(vertex: str, state: int) -> None:
-            for sym, target, _ in edges.out.get(vertex, ()):
-                nxt = self.moves.get((state, sym))
-                if nxt is None or target in on_path:
+        def visit(vertex: int, state: int) -> None:
+            for sym, target, _ in edges.moves_of(vertex):
+                nxt = int(self.trans[state, sym])
+                if nxt < 0 or target in on_path:
                     continue
                 if nxt in self.finals:
-                    found.add((root, target))
+                    found.add(target)
                 on_path.add(target)
                 visit(target, nxt)
                 on_path.discard(target)
 
         visit(root, 0)
-        return found
+        name = edges.terms.decode_list([root])[0]
+        return {(name, vertex) for vertex in edges.terms.decode_list(sorted(found))}
 
     def _stored(self, read: Callable[[str], pa.Table], find: Find, roots: set[str]) -> dict[str, set[tuple[str, str]]]:
         """The pairs the path view holds for ``roots`` before the step (simple paths are not a
@@ -332,6 +329,7 @@ class PathOperator:
             roots |= set(hit["root"].to_pylist())
         return roots, new
 
+
     def _changing(self, candidates: set[str], find: Find, edges: Edges) -> set[str]:
         """Those of ``candidates`` (roots only inserted edges reach) whose trees the step changes,
         found without reading their trees: the walk's first round reads only the tree nodes at the
@@ -340,182 +338,80 @@ class PathOperator:
         one more edge reaches thousands of trees that hold its other end already."""
         if not candidates:
             return set()
-        ends = set(edges.first) | {target for moves in edges.first.values() for _, target, _ in moves}
-        rows = reached(find, self.path.reach, ends, "node")
+        first = edges.first
+        ends = np.union1d(first.sources(), first.gather(first.sources())[2])
+        rows = reached(find, self.path.reach, set(edges.terms.decode(ends).to_pylist()), "node")
         rows = rows.filter(pc.is_in(rows["root"], pa.array(sorted(candidates), pa.string())))
-        trees = _trees(rows)
-        at_starts = _at(rows, edges.first, self.leaving)
-        frontier = {root: nodes for root in candidates
-                    if (nodes := _starts(root, trees[root], at_starts.get(root, ()), edges.first, set(), False))}
-        return {root for root, nodes in self._walk(trees, edges, frontier, set(), rounds=1).items() if nodes}
+        partial = Forest.of(rows, edges.terms)
+        starts = self._frontier(partial, np.unique(edges.terms.encode(sorted(candidates))), edges, partial.root[:0], None,
+                                partial.root[:0])
+        changed = walk(partial, edges, self.trans, self.leaving, starts, rounds=1)
+        return set(edges.terms.decode(np.unique(key_roots(changed))).to_pylist())
 
-    # -- one tree ---------------------------------------------------------------------------------
-    def _cut(self, tree: Tree, suspects: list[tuple[ProductNode, tuple[ProductNode, int]]], edges: Edges,
-             expired: int | None) -> set[ProductNode]:
-        """Remove from ``tree`` (a root's before the step, a copy unless nothing can be cut) the
-        nodes that lost every path and return them: the subtrees whose witness edge went, or, on a
-        pure expiry, the nodes whose time expired (see the module text). ``suspects`` are the
-        tree's nodes whose parent is joined to them by a deleted edge (:func:`_witnessed_by`),
-        ``edges`` holds their parents' edges: a suspect that another edge still leads to keeps its
-        witness."""
-        if expired is not None:
-            gone = {node for node, (_, ts) in tree.items() if ts <= expired}
-        else:
-            lost = [node for node, (parent, ts) in suspects if not self._leads(parent, node, ts, edges)]
-            gone = set()
-            if lost:
-                children: dict[ProductNode, list[ProductNode]] = defaultdict(list)
-                for node, (parent, _) in tree.items():
-                    children[parent].append(node)
-                while lost:
-                    node = lost.pop()
-                    if node not in gone:
-                        gone.add(node)
-                        lost += children.get(node, [])
-        for node in gone:
-            del tree[node]
-        return gone
-
-    def _walk(self, trees: dict[str, Tree], edges: Edges, frontier: dict[str, list[ProductNode]],
-              whole: set[str], rounds: int | None = None) -> dict[str, set[ProductNode]]:
-        """A widest-path walk in place over every root's tree at once, a round at a time from each
-        root's ``frontier`` (nodes of its tree, or its start node), which the first round moves
-        from along the step's first moves only (:attr:`Edges.first`; every move from the start of
-        a root in ``whole``): then a round loads the edges of the vertices it moves from in one
-        lookup, adds what they reach and raises what they reach at a later time (the max-min time
-        of each node converges as in Bellman-Ford; outside windows every time is :data:`FOREVER`,
-        so this is a breadth-first walk), and the nodes it changed are the next round's frontier.
-        A node's parent is the node that last set its time, which keeps the parents a forest: a
-        cycle would need a node raised above its own time. Returns the nodes each tree gained or
-        raised, so that the caller's work follows them, not the trees (after ``rounds`` rounds, if
-        given)."""
-        changed: dict[str, set[ProductNode]] = defaultdict(set)
-        first = True
-        edges.load(whole)
-        while frontier and rounds != 0:
-            if not first:
-                edges.load({vertex for nodes in frontier.values() for vertex, _ in nodes})
-            following: dict[str, dict[ProductNode, None]] = defaultdict(dict)
-            for root, nodes in frontier.items():
-                tree, start = trees[root], (root, 0)
-                for node in nodes:
-                    time = FOREVER if node == start else tree[node][1]
-                    moves = edges.first if first and not (node == start and root in whole) else edges.out
-                    for sym, target, ts in moves.get(node[0], ()):
-                        state = self.moves.get((node[1], sym))
-                        reached = (target, state)
-                        if state is None or reached == start:
-                            continue
-                        reached_at, entry = min(time, ts), tree.get(reached)
-                        if entry is None or reached_at > entry[1]:
-                            tree[reached] = (node, reached_at)
-                            changed[root].add(reached)
-                            if state in self.leaving:
-                                following[root][reached] = None
-            frontier = {root: list(nodes) for root, nodes in following.items()}
-            first = False
-            rounds = None if rounds is None else rounds - 1
-        return changed
-
-    def _leads(self, parent: ProductNode, node: ProductNode, ts: int, edges: Edges) -> bool:
-        """Whether an edge after the step still moves ``parent`` to ``node`` at time ``ts`` or later."""
-        return any(target == node[0] and self.moves.get((parent[1], sym)) == node[1] and time >= ts
-                   for sym, target, time in edges.out.get(parent[0], ()))
-
-    def _pair_changes(self, view: PathDef, root: str, before: Tree, after: Tree, changed: set[ProductNode],
-                      member: tuple[bool, bool], initial: bool) -> Iterator[tuple[tuple[str, str], int]]:
-        """The root's pairs of path view ``view`` (this one, or one sharing its walk) that come
-        (+1) or go (-1): a pair is a node reached in a final state, or the root itself on a
-        zero-length match (a constant root always; a seed or a node only while it is one:
-        ``member`` before and after); only the vertices of ``changed`` nodes and the root can
-        change. On the ``initial`` step there are no pairs before."""
-        candidates = {v for v, q in changed if q in self.finals} | ({root} if view.nullable else set())
-        for vertex in candidates:           # in any order: the step sorts the pairs it gives
-            was = not initial and self._has_pair(view, root, vertex, before, member[0])
-            now = self._has_pair(view, root, vertex, after, member[1])
-            if was != now:
-                yield (root, vertex), (1 if now else -1)
-
-    def _has_pair(self, view: PathDef, root: str, vertex: str, tree: Tree, member: bool) -> bool:
-        """Whether ``(root, vertex)`` is one of the root's pairs of ``view`` with this tree and
-        membership."""
-        for final in self.finals:       # a loop, not any(): called for every changed final node
-            if (vertex, final) in tree:
-                return True
-        return vertex == root and view.nullable and (view.root is not None or member)
+    # -- the pairs --------------------------------------------------------------------------------
+    def _pair_changes(self, view: PathDef, terms: Terms, before: Forest, after: Forest, changed: np.ndarray,
+                      active: np.ndarray, roots: np.ndarray, member: tuple[np.ndarray, np.ndarray],
+                      initial: bool) -> pa.Table:
+        """The pairs of path view ``view`` (this one, or one sharing its walk) that come (+1) or go
+        (-1): a pair is a node reached in a final state, or the root itself on a zero-length match
+        (a constant root always; a seed or a node only while it is one: ``member`` before and
+        after, by root of ``roots``); only the vertices of ``changed`` nodes and the ``active``
+        roots themselves can change. On the ``initial`` step there are no pairs before."""
+        root, vertex, state = key_parts(changed)
+        final = isin(state, np.array(self.finals, np.int64))
+        candidates = pair_keys(root[final], vertex[final])
+        if view.nullable:
+            candidates = np.concatenate([candidates, pair_keys(active, active)])
+        root, vertex = pair_parts(np.unique(candidates))
+        at = np.searchsorted(roots, root)               # roots sorted: the step's, numbered in order
+        zero = (vertex == root) & view.nullable
+        held = [zero & (view.root is not None or m[np.minimum(at, len(m) - 1)]) for m in member]
+        was = np.zeros(len(root), bool) if initial else _reaches(before, root, vertex, self.finals) | held[0]
+        now = _reaches(after, root, vertex, self.finals) | held[1]
+        sign = now.astype(np.int64) - was.astype(np.int64)
+        moved = sign != 0
+        return pairs_table(view, terms.decode(root[moved]), terms.decode(vertex[moved]), sign[moved])
 
 
-def _runs(roots: pa.ChunkedArray) -> Iterator[tuple[str, int, int]]:
-    """The runs of equal values in ``roots`` as (value, start, end): the reach rows of a root
-    come together from a lookup by root, so that its tree is built from slices."""
-    if not len(roots):
-        return
-    values = roots.combine_chunks() if roots.num_chunks != 1 else roots.chunk(0)
-    starts = [0, *(np.flatnonzero(pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)) + 1)]
-    ends = [*starts[1:], len(values)]
-    for start, end in zip(starts, ends):
-        yield values[start].as_py(), start, end
+def _membership(terms: Terms, roots: np.ndarray, members: Mapping[str, tuple[bool, bool]]) -> tuple[np.ndarray, ...]:
+    """Whether each of ``roots`` is a member (of its seed view, or of the graph) before and after
+    the step; a root whose triples did not change is in both (it has a tree)."""
+    both = [members.get(root, (True, True)) for root in terms.decode(roots).to_pylist()]
+    return tuple(np.array([m[i] for m in both], bool).reshape(-1) for i in (0, 1))
 
 
-def _trees(rows: pa.Table) -> dict[str, Tree]:
-    """Each root's tree from its reach rows."""
-    trees: dict[str, Tree] = defaultdict(dict)
-    nodes, entries = entries_of(rows)
-    for root, start, end in _runs(rows["root"]):
-        trees[root].update(zip(nodes[start:end], entries[start:end]))
-    return trees
+def _reaches(forest: Forest, root: np.ndarray, vertex: np.ndarray, finals: list[int]) -> np.ndarray:
+    """Whether ``forest`` holds each (root, vertex) in a final state."""
+    found = np.zeros(len(root), bool)
+    for final in finals:
+        found |= forest.holds(node_keys(root, vertex, np.full(len(root), final, np.int64)))
+    return found
 
 
-def _by_root(rows: pa.Table, mask: pa.ChunkedArray) -> dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]]:
-    """The reach rows where ``mask`` holds, as each root's (node, (parent, time)) entries: picked
-    in Arrow, so that a batch's work follows the few rows it needs, not the trees it touches."""
-    out: dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]] = defaultdict(list)
-    picked = rows.filter(mask)
-    nodes, entries = entries_of(picked)
-    for root, start, end in _runs(picked["root"]):
-        out[root] += zip(nodes[start:end], entries[start:end])
-    return out
+def _reach_changes(terms: Terms, before: Forest, after: Forest, changed: np.ndarray) -> pa.Table:
+    """The reach rows that go (-1) and come (+1) among the ``changed`` nodes (a node whose entry
+    is the same after the step gives nothing): the change, not the whole trees twice."""
+    old, new = before.find(changed), after.find(changed)
+    old_entry, new_entry = before.entries(old), after.entries(new)
+    differ = (old < 0) != (new < 0)
+    for o, n in zip(old_entry, new_entry):
+        differ |= o != n
+    root, vertex, state = key_parts(changed)
+    parts = []
+    for rows, entry, sign in ((old, old_entry, -1), (new, new_entry, 1)):
+        on = differ & (rows >= 0)
+        parts.append((root[on], vertex[on], state[on], entry[0][on], entry[1][on], entry[2][on],
+                      np.full(int(on.sum()), sign, np.int64)))
+    root, vertex, state, parent, pstate, ts, sign = (np.concatenate(c) for c in zip(*parts))
+    return reach_columns(terms.decode(root), terms.decode(vertex), state, terms.decode(parent), pstate, ts, sign)
 
 
-def _starts(root: str, tree: Tree, at_root: Iterable[tuple[ProductNode, object]], moving_from: Container[str],
-            own: set[str], start: bool) -> list[ProductNode]:
-    """Where a root's walk starts: its start node (when ``start``, or when a first move leaves
-    the root or its ``own`` re-entry vertices) and the nodes of its ``tree`` among ``at_root`` (its
-    reach rows at those vertices) at a vertex that a first move leaves (``moving_from``) or of
-    ``own``."""
-    nodes = [(root, 0)] if start or root in moving_from or root in own else []
-    return nodes + [node for node, _ in at_root if node in tree and (node[0] in moving_from or node[0] in own)]
-
-
-def _at(rows: pa.Table, vertices: Iterable[str],
-        states: Iterable[int]) -> dict[str, list[tuple[ProductNode, tuple[ProductNode, int]]]]:
-    """The reach rows at one of ``vertices`` (where the walk's first moves leave) in one of
-    ``states`` (those a move leaves), by root."""
-    return _by_root(rows, pc.and_(pc.is_in(rows["node"], pa.array(sorted(vertices), pa.string())),
-                                  pc.is_in(rows["state"], pa.array(sorted(states), pa.int64()))))
-
-
-def _witnessed_by(rows: pa.Table, deleted: list[Triple]) -> pa.ChunkedArray:
-    """Which reach rows join their parent to their node by a vertex pair that a ``deleted`` edge
-    joins (either way round): the nodes whose witness edge may have gone."""
-    pairs = sorted({key for s, _, o, _ in deleted for key in (f"{s}\n{o}", f"{o}\n{s}")})
-    return pc.is_in(pc.binary_join_element_wise(rows["parent"], rows["node"], "\n"), pa.array(pairs, pa.string()))
-
-
-def _reach_changes(root: str, before: Tree, after: Tree, changed: set[ProductNode]) -> list[tuple]:
-    """The root's reach rows that go (-1) and come (+1) among the ``changed`` nodes (a node whose
-    entry is the same after the step gives nothing): the change, not the whole tree twice."""
-    rows = []
-    for node in sorted(changed):
-        old, new = before.get(node), after.get(node)
-        if old != new:
-            rows += [reach_row(root, node, entry, sign) for entry, sign in ((old, -1), (new, 1)) if entry is not None]
-    return rows
-
-
-def _graph_after(views: list[ViewIndex], deleted: list[Triple]) -> pa.Table:
+def _graph_after(views: list[ViewIndex], deleted: pa.Table) -> pa.Table:
     """A path's edges after the step's deletions, as (s, p, o, t) (the inserted ones left out)."""
-    return _without(pa.concat_tables([pa.Table.from_batches([], TRIPLE_SCHEMA), *(v.triples for v in views)]), deleted)
+    graph = pa.concat_tables([TRIPLE_SCHEMA.empty_table(), *(v.triples for v in views)])
+    if not deleted.num_rows:
+        return graph
+    return graph.filter(pc.invert(pc.is_in(triple_keys(graph), value_set=triple_keys(deleted))))
 
 
 def _expiry(after: pa.Table, inserted: list[Triple], deleted: list[Triple]) -> int | None:
