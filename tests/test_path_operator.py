@@ -1,6 +1,7 @@
 """The path operator on hand-made steps: a pure expiry is a filter on max-min times, an explicit
 deletion re-derives through another edge, and either way the state equals a rebuild from scratch;
-and on random steps, after each of which the state equals a rebuild from scratch."""
+and on random steps, after each of which the state equals a rebuild from scratch; a step too
+large for its integer-coded nodes is refused, not wrapped around."""
 from __future__ import annotations
 
 import random
@@ -9,6 +10,7 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
+from pipelines.engine.path_forest import check_bounds
 from pipelines.engine.paths import TRIPLE_SCHEMA, PathOperator, _expiry, path_backfill, path_tables
 from schemas.tables import MULT
 from views.plan import compile_query
@@ -151,3 +153,21 @@ def test_random_steps_leave_the_state_a_rebuild_would_give(name):
             checked += 1
     assert checked == 320
     assert PathOperator(path).flat == (name in FLAT)
+
+
+def test_a_step_beyond_its_node_keys_bits_is_refused():
+    """A node key packs (root, node, state) into one integer: a step numbering 2**27 vertices, or
+    an automaton of 256 states, would make keys of different nodes collide, so it stops with a
+    one-line reason instead."""
+    class Terms:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def __len__(self) -> int:
+            return self.n
+
+    check_bounds(Terms((1 << 27) - 1), 255)
+    with pytest.raises(ValueError, match="exceeds the node keys"):
+        check_bounds(Terms(1 << 27), 3)
+    with pytest.raises(ValueError, match="exceeds the node keys"):
+        check_bounds(Terms(10), 256)
