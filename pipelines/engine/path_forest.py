@@ -66,25 +66,20 @@ def isin(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
     return sorted_set[at] == values
 
 
-@dataclass
 class Forest:
     """Reach rows as columns of numbers (see the module text); ``ts`` is :data:`FOREVER` outside
-    windows."""
+    windows. Its keys are indexed by a sorted copy (``index``: the rows in key order, and their
+    keys), kept up to date as rows come and go without sorting again: a step that reads large
+    trees (a deletion's) writes a few rows to them in each round of its walk."""
 
-    root: np.ndarray
-    node: np.ndarray
-    state: np.ndarray
-    parent: np.ndarray
-    pstate: np.ndarray
-    ts: np.ndarray
-
-    def __post_init__(self) -> None:
-        self._index()
-
-    def _index(self) -> None:
-        self.keys = node_keys(self.root, self.node, self.state)
-        self._order = np.argsort(self.keys, kind="stable")
-        self._sorted = self.keys[self._order]
+    def __init__(self, root: np.ndarray, node: np.ndarray, state: np.ndarray, parent: np.ndarray,
+                 pstate: np.ndarray, ts: np.ndarray, index: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        self.root, self.node, self.state, self.parent, self.pstate, self.ts = root, node, state, parent, pstate, ts
+        self.keys = node_keys(root, node, state)
+        if index is None:
+            order = np.argsort(self.keys, kind="stable")
+            index = order, self.keys[order]
+        self._order, self._sorted = index
 
     @classmethod
     def of(cls, rows: pa.Table, terms: Terms) -> "Forest":
@@ -108,9 +103,12 @@ class Forest:
         return np.where(self._sorted[at] == keys, self._order[at], -1)
 
     def without(self, gone: np.ndarray) -> "Forest":
-        """The forest less the rows of mask ``gone``."""
+        """A copy of the forest less the rows of mask ``gone`` (the index kept, renumbered)."""
         kept = ~gone
-        return Forest(*(getattr(self, c)[kept] for c in _COLUMNS))
+        alive = kept[self._order]
+        renumbered = np.cumsum(kept) - 1
+        return Forest(*(getattr(self, c)[kept] for c in _COLUMNS),
+                      index=(renumbered[self._order[alive]], self._sorted[alive]))
 
     def write(self, rows: np.ndarray, keys: np.ndarray, root: np.ndarray, node: np.ndarray, state: np.ndarray,
               parent: np.ndarray, pstate: np.ndarray, ts: np.ndarray) -> None:
@@ -120,9 +118,15 @@ class Forest:
         self.parent[at], self.pstate[at], self.ts[at] = parent[old], pstate[old], ts[old]
         new = ~old
         if new.any():
+            first = len(self.keys)
             for column, values in zip(_COLUMNS, (root, node, state, parent, pstate, ts)):
                 setattr(self, column, np.concatenate([getattr(self, column), values[new]]))
-            self._index()
+            fresh = keys[new]
+            self.keys = np.concatenate([self.keys, fresh])
+            order = np.argsort(fresh, kind="stable")
+            at = np.searchsorted(self._sorted, fresh[order])
+            self._sorted = np.insert(self._sorted, at, fresh[order])
+            self._order = np.insert(self._order, at, first + order)
 
     def entries(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(parent, parent state, time) of ``rows`` (-1, -1, :data:`ABSENT` where -1)."""
