@@ -74,7 +74,7 @@ from views.path_views import PathDef
 from .arrow import consolidate
 from .flat_paths import flat_changes, is_flat
 from .lookup import Find, finder
-from .path_edges import (FOREVER, TRIPLE_SCHEMA, EdgeIndexes, Edges, Terms, Triple, ViewIndex, time_of, triple_keys,
+from .path_edges import (FOREVER, TRIPLE_SCHEMA, Adjacency, EdgeIndexes, Edges, Terms, Triple, ViewIndex, time_of, triple_keys,
                          triples, tuples)
 from .path_forest import Forest, Frontier, check_bounds, cut, isin, key_parts, key_roots, node_keys, pair_keys, pair_parts, walk
 from .path_reach import REACH_SCHEMA, pairs_table, reach_columns, reached
@@ -198,24 +198,25 @@ class PathOperator:
         added to the first ones here); along those moves only, except from the start of a root
         in ``whole`` (a new seed's, which had no tree), which follows every edge."""
         inserted_from = edges.first.sources()
-        own = np.zeros(0, np.int64)
+        own = np.zeros(len(forest), bool)                   # rows with a move into a node their root lost
+        own_start = np.zeros(len(roots), bool)              # roots whose start has one
         if gone_vertices is not None and len(gone_vertices):
             entered, source = edges.enter(gone_vertices)
-            # (root, source) for every removed (root, vertex) and move (source -> vertex)
             removed = np.unique(pair_keys(gone_roots, gone_vertices))
-            order = np.argsort(entered, kind="stable")
-            entered, source = entered[order], source[order]
-            removed_root, vertex = pair_parts(removed)
-            lo, hi = np.searchsorted(entered, vertex, "left"), np.searchsorted(entered, vertex, "right")
-            n = hi - lo
-            at = np.repeat(lo - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
-            own = np.unique(pair_keys(np.repeat(removed_root, n), source[at]))
-        starts_root = (isin(roots, inserted_from) | isin(pair_keys(roots, roots), own)) & ~isin(roots, whole)
+            # joined from the tree's side: a popular vertex lost from many trees has thousands
+            # of sources, few of them in any one of those trees
+            into = Adjacency()
+            into.add(np.unique(source), source, np.zeros(len(source), np.int64), entered,
+                     np.zeros(len(source), np.int64))
+            rows = np.flatnonzero(isin(forest.node, into.sources()))
+            which, _, dst, _ = into.gather(forest.node[rows])
+            own[rows[which[isin(pair_keys(forest.root[rows[which]], dst), removed)]]] = True
+            which, _, dst, _ = into.gather(roots)
+            own_start[which[isin(pair_keys(roots[which], dst), removed)]] = True
+        starts_root = (isin(roots, inserted_from) | own_start) & ~isin(roots, whole)
         start = np.concatenate([roots[starts_root], whole])
         every = np.concatenate([np.zeros(int(starts_root.sum()), bool), np.ones(len(whole), bool)])
-        at = self.leaving[forest.state] & (isin(forest.node, inserted_from) |
-                                           isin(pair_keys(forest.root, forest.node), own))
-        at &= isin(forest.root, roots)
+        at = self.leaving[forest.state] & (isin(forest.node, inserted_from) | own) & isin(forest.root, roots)
         return Frontier(np.concatenate([start, forest.root[at]]), np.concatenate([start, forest.node[at]]),
                         np.concatenate([np.zeros(len(start), np.int64), forest.state[at]]),
                         np.concatenate([np.full(len(start), FOREVER, np.int64), forest.ts[at]]),
