@@ -255,6 +255,7 @@ class Edges:
                  symbol: Callable[[str], str | None], symbols: Iterable[Symbol], terms: Terms) -> None:
         self.views, self.symbol, self.terms = views, symbol, terms
         self.symbols = list(symbols)
+        self._index = {sym: i for i, sym in enumerate(self.symbols)}
         self.directions = {d for _, d in self.symbols}
         self.inserted, self.deleted = inserted, deleted
         self._deleted_keys = triple_keys(deleted) if deleted.num_rows else None
@@ -274,12 +275,11 @@ class Edges:
         encoded = pc.dictionary_encode(rows["p"]).combine_chunks()
         predicates = encoded.dictionary.to_pylist()
         which = encoded.indices.to_numpy(zero_copy_only=False)
-        index = {sym: i for i, sym in enumerate(self.symbols)}
         parts = []
         for direction, src, dst in ((FORWARD, s, o), (BACKWARD, o, s)):
             if direction not in self.directions:
                 continue
-            named = np.array([index.get((key, direction), -1) if (key := self.symbol(p)) is not None else -1
+            named = np.array([self._index.get((key, direction), -1) if (key := self.symbol(p)) is not None else -1
                               for p in predicates] or [-1], np.int64)
             sym = named[which] if len(which) else np.zeros(0, np.int64)
             keep = sym >= 0
