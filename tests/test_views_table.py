@@ -80,7 +80,7 @@ def test_a_batch_changes_every_view_in_one_commit_appended_or_folded(tmp_path):
             assert _content(held.read(view.id, {VIEWS: version + 1}), view) == model[view.id]
         only_pair, rest = split(on_disk, [PAIR])
         assert only_pair[PAIR.id].equals(parts[PAIR.id]) and _content(of_view(rest, ONE), ONE) == model[ONE.id]
-        found = held.finder({VIEWS: store.version(VIEWS)})(PAIR.id, "v1", pa.array(["o1", "o2"]))
+        found = held.finder({VIEWS: store.version(VIEWS)})(PAIR.id, {"v1": pa.array(["o1", "o2"])})
         assert _content(found, PAIR) == {k for k in model[PAIR.id] if k[1] in ("o1", "o2")}
     assert shapes == {"folded", "appended"}
 

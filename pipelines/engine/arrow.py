@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Sequence, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -52,6 +53,14 @@ def plus(content: pa.Table, delta: pa.Table, columns: Sequence[str]) -> pa.Table
     return out.combine_chunks() if out[0].num_chunks > CHUNKS else out
 
 
+def holding(rows: pa.Table, keys: Mapping[str, pa.Array]) -> np.ndarray:
+    """Whether each of ``rows`` holds, in each column of ``keys``, one of that column's values."""
+    hold = np.ones(rows.num_rows, dtype=bool)
+    for column, values in keys.items():
+        hold &= pc.is_in(rows[column], value_set=values).to_numpy(zero_copy_only=False)
+    return hold
+
+
 def data_columns(frame: pa.Table) -> list[str]:
     """A Z-set table's data columns: all but the multiplicity."""
     return [c for c in frame.column_names if c != MULT]
@@ -65,16 +74,16 @@ class ArrowZSets:
     """:class:`pipelines.engine.zsets.ZSetEngine` on Arrow tables.
 
     ``read`` gives a state table at the batch's version; ``where`` evaluates a Spark SQL predicate
-    over an Arrow table; ``find`` gives a state table's rows whose column holds one of some values
-    (by default a filter of what ``read`` gives; a run finds those of the tables it holds indexed
-    without reading them, :mod:`pipelines.engine.held`).
+    over an Arrow table; ``find`` gives a state table's rows whose columns hold some values
+    (:class:`pipelines.engine.lookup.Find`; by default a filter of what ``read`` gives; a run
+    finds those of the tables it holds indexed without reading them, :mod:`pipelines.engine.held`).
     """
 
     name = "arrow"
 
     def __init__(self, read: Callable[[str], pa.Table],
                  where: Callable[[pa.Table, str], pa.Table],
-                 find: Callable[[str, str, pa.Array], pa.Table] | None = None) -> None:
+                 find: Callable[[str, Mapping[str, pa.Array]], pa.Table] | None = None) -> None:
         self._read = read
         self._where = where
         self._find = find or self._filter
@@ -88,16 +97,14 @@ class ArrowZSets:
     def arrow(self, table: str) -> pa.Table:
         return self.read(table)
 
-    def _filter(self, table: str, column: str, values: pa.Array) -> pa.Table:
+    def _filter(self, table: str, keys: Mapping[str, pa.Array]) -> pa.Table:
         rows = self.read(table)
-        return rows.filter(pc.is_in(rows[column], value_set=values))
+        return rows.filter(holding(rows, keys))
 
     def lookup(self, table: str, frame: pa.Table, on: Sequence[tuple[str, str]]) -> pa.Table:
-        keyed = [(column, variable) for column, variable in on if variable in frame.column_names]
-        if not keyed:
-            return self.read(table)
-        column, variable = keyed[0]
-        return self._find(table, column, pc.unique(frame[variable].combine_chunks()))
+        keys = {column: pc.unique(frame[variable].combine_chunks()) for column, variable in on
+                if variable in frame.column_names}
+        return self._find(table, keys) if keys else self.read(table)
 
     def from_arrow(self, table: pa.Table) -> pa.Table:
         return table

@@ -33,9 +33,9 @@ from .. import catalog
 from ..lake import VIEWS
 from ..storage import TableStore, Txn
 from . import views_table
-from .arrow import consolidate, data_columns
+from .arrow import consolidate, data_columns, holding
 from .merge_on_read import folds
-from .lookup import Find, Lookup
+from .lookup import Find, Lookup, narrowest, take_holding
 
 #: A held table's content becomes its new base once keeping its rows changed since the base apart
 #: has cost about what rebuilding it costs: each lookup and each change goes through the rows added
@@ -98,16 +98,19 @@ class IndexedSet:
         self._lookups: dict[str, Lookup] = {}
         self._content: pa.Table | None = content
 
-    def find(self, column: str, values: pa.Array, columns: list[str] | None = None) -> pa.Table:
-        """The content's rows whose ``column`` is one of ``values`` (only ``columns``, if given)."""
-        positions = self._lookup(column).positions(values)
+    def find(self, keys: Mapping[str, pa.Array], columns: list[str] | None = None) -> pa.Table:
+        """The content's rows holding, in each column of ``keys``, one of its values (only
+        ``columns``, if given): the base's through the index that finds the fewest
+        (:func:`.lookup.narrowest`), the others filtering them."""
+        column, codes = narrowest(keys, self._lookup, self._lookups)
+        positions = self._lookup(column).positions_of(codes)
         if self.alive is not None:
             positions = positions[self.alive[positions]]
-        rows = (self.base if columns is None else self.base.select(columns)).take(positions)
+        rows = take_holding(self.base, positions, {c: v for c, v in keys.items() if c != column}, columns)
         if not self.new.num_rows:
             return rows
         self.passed += self.new.num_rows      # (threads may lose a count: it only delays a rebuild)
-        new = self.new.filter(pc.is_in(self.new[column], value_set=values))
+        new = self.new.filter(holding(self.new, keys))
         return pa.concat_tables([rows, new if columns is None else new.select(columns)])
 
     def content(self) -> pa.Table:
@@ -173,13 +176,11 @@ class IndexedSet:
         if not columns:     # a table of the empty tuple holds at most that one row
             found = np.flatnonzero(np.ones(self.base.num_rows, bool) if self.alive is None else self.alive == alive)
             return found[:1], keys[:len(found[:1])]
-        codes = {c: self._lookup(c).codes_of(pc.unique(rows[c]))
-                 for c in columns if c == columns[0] or c in self._lookups}
-        column = min(codes, key=lambda c: self._lookup(c).count_of(codes[c]))
-        if not alive and self.gone < self._lookup(column).count_of(codes[column]):
+        column, codes = narrowest({c: pc.unique(rows[c]) for c in columns}, self._lookup, self._lookups)
+        if not alive and self.gone < self._lookup(column).count_of(codes):
             candidates = np.flatnonzero(~self.alive)
         else:
-            candidates = self._lookup(column).positions_of(codes[column])
+            candidates = self._lookup(column).positions_of(codes)
             if self.alive is not None:
                 candidates = candidates[self.alive[candidates] == alive]
         found = row_keys(self.base.select(columns).take(candidates))
@@ -267,9 +268,8 @@ class HeldTables:
         return self._served(self._at(name, versions).content())
 
     def finder(self, versions: Mapping[str, int]) -> Find:
-        """Rows of the tables at ``versions`` (a batch's) by a column's values."""
-        return lambda name, column, values, columns=None: \
-            self._served(self._at(name, versions).find(column, values, columns))
+        """Rows of the tables at ``versions`` (a batch's) by their columns' values (:class:`.lookup.Find`)."""
+        return lambda name, keys, columns=None: self._served(self._at(name, versions).find(keys, columns))
 
     def changed_rows(self) -> int:
         """Rows the held tables keep beside their indexed bases (gone from them or added since)."""

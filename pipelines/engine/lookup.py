@@ -5,11 +5,12 @@ A :class:`Lookup` indexes one string column: its dictionary encoding, and the ro
 by code with each code's first position (a CSR layout), in Arrow and numpy. Finding the rows of a
 set of values is then a hash lookup per value and a gather of their positions. A run keeps the
 indexes of the tables it holds across batches (:mod:`pipelines.engine.held`); :func:`finder`
-builds them over tables read whole, once per table and column for as long as it lives (a batch).
+builds them over tables read whole, once per table and column for as long as it lives (a batch). A lookup by
+several columns goes through the index that finds the fewest rows (:func:`narrowest`).
 """
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from typing import Callable, Container, Mapping, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -17,15 +18,17 @@ import pyarrow.compute as pc
 
 from schemas.tables import MULT
 
-from .arrow import consolidate
+from .arrow import consolidate, holding
 
 
 class Find(Protocol):
-    """The consolidated rows of a state table whose ``column`` holds one of ``values``: only
-    ``columns`` of them, if given (a lookup that needs a column or two of thousands of rows takes
-    only those)."""
+    """The consolidated rows of a state table that hold, in each column of ``keys``, one of that
+    column's values: only ``columns`` of them, if given (a lookup that needs a column or two of
+    thousands of rows takes only those). Several keys narrow the rows as their most selective
+    column does, and the others filter what it finds: a probe of a batch's (subject, object)
+    pairs reads the view's rows of both, not every edge of its popular subjects."""
 
-    def __call__(self, table: str, column: str, values: pa.Array, columns: list[str] | None = None) -> pa.Table: ...
+    def __call__(self, table: str, keys: Mapping[str, pa.Array], columns: list[str] | None = None) -> pa.Table: ...
 
 
 #: A lookup of at most 1/_FEW of a column's distinct values goes through the column's hash of them.
@@ -78,12 +81,8 @@ class Lookup:
             self._codes = {value: code for code, value in enumerate(self.values.to_pylist())}
         return self._codes
 
-    def positions(self, wanted: pa.Array) -> np.ndarray:
-        """The positions of the rows whose value is in ``wanted``, in row order."""
-        return self.positions_of(self.codes_of(wanted))
-
     def positions_of(self, codes: np.ndarray) -> np.ndarray:
-        """:meth:`positions` of the values of ``codes`` (:meth:`codes_of`)."""
+        """The positions of the rows holding a value of ``codes`` (:meth:`codes_of`), in row order."""
         first = self.starts[codes]
         sizes = self.starts[codes + 1] - first
         gathered = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
@@ -106,6 +105,27 @@ class Lookup:
         return np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
 
 
+def narrowest(keys: Mapping[str, pa.Array], lookup: Callable[[str], Lookup],
+              indexed: Container[str]) -> tuple[str, np.ndarray]:
+    """Of the columns of ``keys`` (values by column), the one whose values lead to the fewest rows,
+    with the codes of its values: of the first and those ``indexed`` already (indexing another
+    column costs a pass over the table, a lookup by it only what it finds). ``lookup`` gives a
+    column's index."""
+    first = next(iter(keys))
+    codes = {c: lookup(c).codes_of(values) for c, values in keys.items() if c == first or c in indexed}
+    column = min(codes, key=lambda c: lookup(c).count_of(codes[c]))
+    return column, codes[column]
+
+
+def take_holding(table: pa.Table, positions: np.ndarray, others: Mapping[str, pa.Array],
+                 columns: list[str] | None) -> pa.Table:
+    """The rows of ``table`` at ``positions`` that also hold a value of each column of ``others``
+    (:func:`holding`, on those columns of those rows alone); only ``columns`` of them, if given."""
+    if others:
+        positions = positions[holding(table.select(list(others)).take(positions), others)]
+    return (table if columns is None else table.select(columns)).take(positions)
+
+
 def finder(read: Callable[[str], pa.Table]) -> Find:
     """Rows of the tables ``read`` gives whole, by a column's values, consolidated (merge-on-read
     tables hold signed copies of a row), through a :class:`Lookup` built on a table's first
@@ -113,12 +133,16 @@ def finder(read: Callable[[str], pa.Table]) -> Find:
     tables: dict[str, pa.Table] = {}
     lookups: dict[tuple[str, str], Lookup] = {}
 
-    def find(name: str, column: str, values: pa.Array, columns: list[str] | None = None) -> pa.Table:
+    def find(name: str, keys: Mapping[str, pa.Array], columns: list[str] | None = None) -> pa.Table:
         if name not in tables:
             rows = read(name)
             tables[name] = consolidate(rows, [c for c in rows.column_names if c != MULT]).cast(rows.schema).combine_chunks()
-        if (name, column) not in lookups:
-            lookups[(name, column)] = Lookup(tables[name][column])
-        table = tables[name] if columns is None else tables[name].select(columns)
-        return table.take(lookups[(name, column)].positions(values))
+
+        def lookup(column: str) -> Lookup:
+            if (name, column) not in lookups:
+                lookups[(name, column)] = Lookup(tables[name][column])
+            return lookups[(name, column)]
+        column, codes = narrowest(keys, lookup, {c for n, c in lookups if n == name})
+        others = {c: values for c, values in keys.items() if c != column}
+        return take_holding(tables[name], lookup(column).positions_of(codes), others, columns)
     return find

@@ -72,9 +72,9 @@ class ViewIndex:
 
     def around(self, wanted: pa.Array, from_s: bool, from_o: bool) -> pa.Table:
         """The triples whose subject (``from_s``) or object (``from_o``) is in ``wanted``."""
-        parts = [self._find(self.view, self._s, wanted)] if from_s else []
+        parts = [self._find(self.view, {self._s: wanted})] if from_s else []
         if from_o:
-            rows = self._find(self.view, self._o, wanted)
+            rows = self._find(self.view, {self._o: wanted})
             parts.append(rows.filter(pc.invert(pc.is_in(rows[self._s], value_set=wanted))) if from_s else rows)
         rows = [part for part in parts if part.num_rows]
         if not rows:
@@ -93,7 +93,7 @@ def members(find: Find, view: str, change: pa.Table | None, columns: tuple[str, 
                                          + [chunk for values, _ in changes for chunk in values.chunks], pa.string()))
     if not len(touched):
         return {}
-    found = [find(view, c, touched, [c])[c] for c in columns]
+    found = [find(view, {c: touched}, [c])[c] for c in columns]
     parts = [pa.table({"x": values, "b": pa.repeat(1, len(values)), "d": pa.repeat(0, len(values))})
              for values in found]
     parts += [pa.table({"x": values, "b": pa.repeat(0, len(values)), "d": pc.cast(mults, pa.int64())})

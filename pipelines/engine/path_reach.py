@@ -5,6 +5,8 @@ through these, so that they keep the very same rows.
 """
 from __future__ import annotations
 
+from typing import Iterable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -24,10 +26,11 @@ ProductNode = tuple[str, int]            # (graph node, automaton state)
 Entry = tuple[ProductNode, int]          # (witness parent, max-min time)
 
 
-def reached(find: Find, reach: str, values: set[str], column: str = "root") -> pa.Table:
-    """The rows of reach table ``reach`` whose ``column`` holds one of ``values`` (by default: the
-    trees of those roots), automaton states as integers."""
-    rows = find(reach, column, pa.array(sorted(values), pa.string()))
+def reached(find: Find, reach: str, roots: Iterable[str], nodes: Iterable[str] | None = None) -> pa.Table:
+    """The rows of reach table ``reach`` in the trees of ``roots`` (only at ``nodes``, if given),
+    automaton states as integers."""
+    keys = {"root": roots} if nodes is None else {"node": nodes, "root": roots}
+    rows = find(reach, {c: pa.array(sorted(values), pa.string()) for c, values in keys.items()})
     return pa.table({c: pc.cast(rows[c], pa.int64()) if c in ("state", "pstate") else rows[c] for c in REACH_COLUMNS})
 
 

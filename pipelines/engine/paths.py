@@ -271,7 +271,7 @@ class PathOperator:
         function of the walk forest, so their answers before are read back)."""
         path = self.path
         if path.root is None:
-            rows = find(path.id, "v0", pa.array(sorted(roots), pa.string()))
+            rows = find(path.id, {"v0": pa.array(sorted(roots), pa.string())})
         else:
             rows = read(path.id)
             rows = consolidate(rows, [c for c in rows.column_names if c != MULT])
@@ -325,8 +325,8 @@ class PathOperator:
                 continue
             if 0 in states:
                 new |= ends
-            hit = find(self.path.reach, "node", pa.array(sorted(ends), pa.string()), ["root", "state"])
-            hit = hit.filter(pc.is_in(hit["state"], pa.array([str(q) for q in states], pa.string())))
+            hit = find(self.path.reach, {"node": pa.array(sorted(ends), pa.string()),
+                                         "state": pa.array([str(q) for q in states], pa.string())}, ["root"])
             roots |= set(hit["root"].to_pylist())
         return roots, new
 
@@ -341,8 +341,7 @@ class PathOperator:
             return set()
         first = edges.first
         ends = np.union1d(first.sources(), first.gather(first.sources())[2])
-        rows = reached(find, self.path.reach, set(edges.terms.decode(ends).to_pylist()), "node")
-        rows = rows.filter(pc.is_in(rows["root"], pa.array(sorted(candidates), pa.string())))
+        rows = reached(find, self.path.reach, candidates, set(edges.terms.decode(ends).to_pylist()))
         partial = Forest.of(rows, edges.terms)
         starts = self._frontier(partial, np.unique(edges.terms.encode(sorted(candidates))), edges, partial.root[:0], None,
                                 partial.root[:0])

@@ -16,7 +16,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,7 +30,7 @@ from ..lake import (BATCH_APP, BRONZE, BRONZE_TO_DONE, SHARED_TABLES, WINDOW_STA
 from ..spark import SparkSource, master_of, session
 from ..storage import TableStore, Txn
 from ..storage.lock import writer
-from .arrow import ArrowZSets
+from .arrow import ArrowZSets, holding
 from .bgp import state_tables
 from .lookup import Find, finder
 from .held import HeldTables, held_tables
@@ -191,13 +191,15 @@ class Runner:
 
         indexed, filtered = self.held.finder(versions), finder(arrow)
 
-        def find(table: str, column: str, values: pa.Array, columns: list[str] | None = None) -> pa.Table:
+        def find(table: str, keys: Mapping[str, pa.Array], columns: list[str] | None = None) -> pa.Table:
             if table in held:
-                return indexed(table, column, values, columns)
+                return indexed(table, keys, columns)
             version = versions.get(table)
+            column, values = next(iter(keys.items()))
             rows = None if version is None else self.store.find_held(table, column, values, version)
             if rows is None:
-                return filtered(table, column, values, columns)
+                return filtered(table, keys, columns)
+            rows = rows.filter(holding(rows, keys))
             return rows if columns is None else rows.select(columns)
 
         # one frame per table for the batch (its version is fixed): the Spark engine's delta rules

@@ -47,8 +47,8 @@ class ZSetEngine(Protocol, Generic[Frame]):
 
     def lookup(self, table: str, frame: Frame, on: Sequence[tuple[str, str]]) -> Frame:
         """State table ``table`` as :meth:`read` gives it, or only the rows of it that can join
-        ``frame``: those whose column ``c`` holds a value of ``frame``'s column ``v``, for a pair
-        ``(c, v)`` of ``on`` whose ``v`` ``frame`` has. A delta rule joins a batch's few changed rows
+        ``frame``: those whose column ``c`` holds a value of ``frame``'s column ``v``, for every
+        pair ``(c, v)`` of ``on`` whose ``v`` ``frame`` has. A delta rule joins a batch's few changed rows
         with the views, and reading only the rows their keys hit is what keeps its cost following
         the change rather than the graph."""
 
