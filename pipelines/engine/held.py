@@ -70,6 +70,18 @@ def row_keys(rows: pa.Table) -> pa.Array:
     return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
 
 
+def _consolidated(delta: pa.Table) -> tuple[pa.Table, pa.Array]:
+    """``delta`` consolidated, with its rows' :func:`row_keys`. A change comes consolidated from
+    the engine (a view's net change, a path step's rows of distinct nodes): it is summed only when
+    two rows share a key or one has no multiplicity, which counting the distinct keys tells (a
+    group-by over a path's six reach columns cost more than the rest of taking its change)."""
+    keys = row_keys(delta)
+    if pc.count_distinct(keys).as_py() == len(keys) and pc.all(pc.not_equal(delta[MULT], 0)).as_py() is not False:
+        return delta, keys
+    delta = consolidate(delta, data_columns(delta)).select(delta.column_names).cast(delta.schema)
+    return delta, row_keys(delta)
+
+
 class IndexedSet:
     """A table whose content is a set (every row's multiplicity 1) at one version, held as a base
     (its content at some earlier version, indexed on first use by any column) less the base rows
@@ -125,10 +137,10 @@ class IndexedSet:
         new holder sharing the base and its indexes, or the content as a new base."""
         later = copy.copy(self)
         later.stored += delta.num_rows
-        delta = consolidate(delta, data_columns(delta)).select(self.base.column_names).cast(self.base.schema)
+        delta, keys = _consolidated(delta.select(self.base.column_names).cast(self.base.schema))
         later.size += int(pc.sum(delta[MULT]).as_py() or 0)
         later._content = None
-        keys, leaving = row_keys(delta), pc.less(delta[MULT], 0).combine_chunks()
+        leaving = pc.less(delta[MULT], 0).combine_chunks()
         entering = pc.invert(leaving)
         removed, removed_keys = delta.filter(leaving), keys.filter(leaving)
         added, added_keys = delta.filter(entering), keys.filter(entering)
