@@ -67,9 +67,9 @@ def test_a_commit_made_before_is_not_held(tmp_path):
 
 def test_an_indexed_set_follows_random_changes_across_rebases():
     """Removals of base rows and of rows added since, re-insertions of removed base rows, fresh
-    rows, rows that cancel out within a change: after every change, lookups by either column or both
-    (whichever index finds fewer rows) and the whole content equal a set kept beside it, through several rebases (the base then being
-    what the content was)."""
+    rows, rows that cancel out within a change: after every change, lookups by either column or
+    both (whichever index finds fewer rows) and the whole content equal a set kept beside it,
+    through several rebases (the base then being what the content was)."""
     import random
 
     from pipelines.engine.held import IndexedSet

@@ -35,7 +35,7 @@ from ..storage import TableStore, Txn
 from . import views_table
 from .arrow import consolidate, data_columns, holding
 from .merge_on_read import folds
-from .lookup import Find, Lookup, narrowest, take_holding
+from .lookup import Find, Lookup, considered, narrowest, take_holding
 
 #: A held table's content becomes its new base once keeping its rows changed since the base apart
 #: has cost about what rebuilding it costs: each lookup and each change goes through the rows added
@@ -76,7 +76,7 @@ def _consolidated(delta: pa.Table) -> tuple[pa.Table, pa.Array]:
     two rows share a key or one has no multiplicity, which counting the distinct keys tells (a
     group-by over a path's six reach columns cost more than the rest of taking its change)."""
     keys = row_keys(delta)
-    if pc.count_distinct(keys).as_py() == len(keys) and pc.all(pc.not_equal(delta[MULT], 0)).as_py() is not False:
+    if pc.count_distinct(keys).as_py() == len(keys) and pc.all(pc.not_equal(delta[MULT], 0)).as_py():
         return delta, keys
     delta = consolidate(delta, data_columns(delta)).select(delta.column_names).cast(delta.schema)
     return delta, row_keys(delta)
@@ -188,7 +188,8 @@ class IndexedSet:
         if not columns:     # a table of the empty tuple holds at most that one row
             found = np.flatnonzero(np.ones(self.base.num_rows, bool) if self.alive is None else self.alive == alive)
             return found[:1], keys[:len(found[:1])]
-        column, codes = narrowest({c: pc.unique(rows[c]) for c in columns}, self._lookup, self._lookups)
+        wanted = {c: pc.unique(rows[c]) for c in considered(columns, self._lookups)}
+        column, codes = narrowest(wanted, self._lookup, self._lookups)
         if not alive and self.gone < self._lookup(column).count_of(codes):
             candidates = np.flatnonzero(~self.alive)
         else:

@@ -5,12 +5,13 @@ A :class:`Lookup` indexes one string column: its dictionary encoding, and the ro
 by code with each code's first position (a CSR layout), in Arrow and numpy. Finding the rows of a
 set of values is then a hash lookup per value and a gather of their positions. A run keeps the
 indexes of the tables it holds across batches (:mod:`pipelines.engine.held`); :func:`finder`
-builds them over tables read whole, once per table and column for as long as it lives (a batch). A lookup by
-several columns goes through the index that finds the fewest rows (:func:`narrowest`).
+builds them over tables read whole, once per table and column for as long as it lives (a
+batch). A lookup by several columns goes through the index that finds the fewest rows
+(:func:`narrowest`).
 """
 from __future__ import annotations
 
-from typing import Callable, Container, Mapping, Protocol
+from typing import Callable, Container, Iterable, Mapping, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -105,14 +106,20 @@ class Lookup:
         return np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
 
 
+def considered(columns: Iterable[str], indexed: Container[str]) -> list[str]:
+    """The columns, of ``columns``, a lookup may go through: the first and those ``indexed``
+    already (indexing another column costs a pass over the table, a lookup by it only what it
+    finds)."""
+    columns = list(columns)
+    return [c for c in columns if c == columns[0] or c in indexed]
+
+
 def narrowest(keys: Mapping[str, pa.Array], lookup: Callable[[str], Lookup],
               indexed: Container[str]) -> tuple[str, np.ndarray]:
-    """Of the columns of ``keys`` (values by column), the one whose values lead to the fewest rows,
-    with the codes of its values: of the first and those ``indexed`` already (indexing another
-    column costs a pass over the table, a lookup by it only what it finds). ``lookup`` gives a
-    column's index."""
-    first = next(iter(keys))
-    codes = {c: lookup(c).codes_of(values) for c, values in keys.items() if c == first or c in indexed}
+    """Of the :func:`considered` columns of ``keys`` (distinct values by column), the one whose
+    values lead to the fewest rows, with the codes of its values. ``lookup`` gives a column's
+    index."""
+    codes = {c: lookup(c).codes_of(keys[c]) for c in considered(keys, indexed)}
     column = min(codes, key=lambda c: lookup(c).count_of(codes[c]))
     return column, codes[column]
 
@@ -127,7 +134,7 @@ def take_holding(table: pa.Table, positions: np.ndarray, others: Mapping[str, pa
 
 
 def finder(read: Callable[[str], pa.Table]) -> Find:
-    """Rows of the tables ``read`` gives whole, by a column's values, consolidated (merge-on-read
+    """Rows of the tables ``read`` gives whole, by their columns' values, consolidated (merge-on-read
     tables hold signed copies of a row), through a :class:`Lookup` built on a table's first
     lookup by that column: a path walk looks the same tables up round after round."""
     tables: dict[str, pa.Table] = {}

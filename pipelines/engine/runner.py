@@ -195,11 +195,12 @@ class Runner:
             if table in held:
                 return indexed(table, keys, columns)
             version = versions.get(table)
-            column, values = next(iter(keys.items()))
-            rows = None if version is None else self.store.find_held(table, column, values, version)
+            column, *others = keys
+            rows = None if version is None else self.store.find_held(table, column, keys[column], version)
             if rows is None:
                 return filtered(table, keys, columns)
-            rows = rows.filter(holding(rows, keys))
+            if others:      # the store finds the rows by the first column
+                rows = rows.filter(holding(rows, {c: keys[c] for c in others}))
             return rows if columns is None else rows.select(columns)
 
         # one frame per table for the batch (its version is fixed): the Spark engine's delta rules

@@ -48,9 +48,9 @@ class ZSetEngine(Protocol, Generic[Frame]):
     def lookup(self, table: str, frame: Frame, on: Sequence[tuple[str, str]]) -> Frame:
         """State table ``table`` as :meth:`read` gives it, or only the rows of it that can join
         ``frame``: those whose column ``c`` holds a value of ``frame``'s column ``v``, for every
-        pair ``(c, v)`` of ``on`` whose ``v`` ``frame`` has. A delta rule joins a batch's few changed rows
-        with the views, and reading only the rows their keys hit is what keeps its cost following
-        the change rather than the graph."""
+        pair ``(c, v)`` of ``on`` whose ``v`` ``frame`` has. A delta rule joins a batch's few
+        changed rows with the views, and reading only the rows their keys hit is what keeps its
+        cost following the change rather than the graph."""
 
     def from_arrow(self, table: pa.Table) -> Frame:
         """An Arrow Z-set (a view's change, say) as a frame."""
