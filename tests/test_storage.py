@@ -263,6 +263,48 @@ def test_another_writers_commits_and_transactions_are_seen(store, spark, tmp_pat
     assert rows(other.read_arrow("t")) == {"a": 1, "b": 1, "c": 1}
 
 
+def test_appends_inside_a_run_take_the_next_free_version_after_another_writers(store, spark, tmp_path):
+    """Inside ``writing`` the delta-rs store commits appends itself and does not read its own
+    commits back; another writer's commit in between takes the version it meant to write, so the
+    append goes to the next one, once, and every reader sees both."""
+    other = open_store(str(tmp_path / "lake"), spark, backend=store.backend)
+    store.create("t", SCHEMA)
+    with store.writing():
+        assert store.append("t", pa.table({"k": ["a"], "_mult": [1]}, schema=SCHEMA), Txn("run", 1))
+        assert other.append("t", pa.table({"k": ["b"], "_mult": [1]}, schema=SCHEMA), Txn("ingest", 1))
+        assert store.append("t", pa.table({"k": ["c"], "_mult": [1]}, schema=SCHEMA), Txn("run", 2))
+        assert not store.append("t", pa.table({"k": ["c"], "_mult": [1]}, schema=SCHEMA), Txn("run", 2))
+        assert store.version("t") == 3 and store.committed("t", "ingest") == 1
+        assert rows(store.read_arrow("t")) == {"a": 1, "b": 1, "c": 1}
+    assert rows(other.read_arrow("t")) == {"a": 1, "b": 1, "c": 1}
+    assert other.committed("t", "run") == 2
+
+
+def test_a_long_run_of_appends_reads_right_at_every_version_across_checkpoints(store, spark, tmp_path):
+    """25 appends in one run (checkpoints at versions 10 and 20), each checked at once through the
+    store and, at the end, every version through a fresh store: rows, row counts, app transactions
+    and the files' statistics (string bounds too, for file skipping)."""
+    store.create("t", SCHEMA)
+    with store.writing():
+        for i in range(1, 26):
+            data = pa.table({"k": [f"k{i:02d}", f"x{i:02d}"], "_mult": [i, -i]}, schema=SCHEMA)
+            assert store.append("t", data, Txn("run", i))
+            assert not store.append("t", data, Txn("run", i))
+            assert store.version("t") == i and store.row_count("t") == 2 * i
+            assert rows(store.read_arrow("t", i))[f"k{i:02d}"] == i
+    fresh = open_store(str(tmp_path / "lake"), spark, backend=store.backend)
+    assert fresh.version("t") == 25 and fresh.committed("t", "run") == 25
+    for version in (1, 9, 10, 11, 20, 25):
+        assert rows(fresh.read_arrow("t", version)) == {
+            **{f"k{i:02d}": i for i in range(1, version + 1)}, **{f"x{i:02d}": -i for i in range(1, version + 1)}}
+    assert sorted(r["k"] for r in fresh.changes("t", 25).to_pylist()) == ["k25", "x25"]
+    from deltalake import DeltaTable
+    adds = pa.RecordBatchReader.from_stream(DeltaTable(store.path("t")).get_add_actions(flatten=True)).read_all()
+    adds = adds.to_pylist()
+    assert sum(a["num_records"] for a in adds) == 50
+    assert all(a["min.k"] is not None and a["min.k"] <= a["max.k"] for a in adds)
+
+
 def test_merges_of_counts_by_deletion_vectors_sum_at_every_version_for_every_reader(store, spark, monkeypatch):
     """Random signed changes, unbound values among the keys, MERGEd as a gold table takes a batch's
     change at any size: on delta-rs past ``VECTOR_MERGE_ROWS`` (0 here) by deletion vectors, on

@@ -105,7 +105,7 @@ class DeltaSparkStore(DeltaRsStore):
         return True
 
     def _write(self, name: str, data: Data, mode: str, txn: Txn | None) -> bool:
-        if self._done(name, self._table(name), txn):
+        if self._done(name, txn):
             return False
         writer = self._frame(name, data).write.format("delta").mode(mode)
         if txn is not None:
@@ -115,7 +115,7 @@ class DeltaSparkStore(DeltaRsStore):
 
     def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,
                      txn: Txn | None = None) -> bool:
-        if self._done(name, self._table(name), txn):
+        if self._done(name, txn):
             return False
         source = self._frame(name, data)
         if txn is None and source.isEmpty():
@@ -132,7 +132,7 @@ class DeltaSparkStore(DeltaRsStore):
         return True
 
     def delete(self, name: str, predicate: str | None = None, txn: Txn | None = None) -> bool:
-        if self._done(name, self._table(name), txn):
+        if self._done(name, txn):
             return False
         # predicates are written for delta-rs (DataFusion): identifiers in double quotes
         with self._session_conf(self._txn_conf(txn)):
