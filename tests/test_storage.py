@@ -305,6 +305,37 @@ def test_a_long_run_of_appends_reads_right_at_every_version_across_checkpoints(s
     assert all(a["min.k"] is not None and a["min.k"] <= a["max.k"] for a in adds)
 
 
+def test_overwrites_and_appends_in_one_run_read_right_at_every_version(store, spark, tmp_path):
+    """Random appends and overwrites (empty ones too) in one run, where the delta-rs store commits
+    both itself and keeps the table's files from its own commits: every version through a fresh
+    store, and the change feed of each overwrite (the old rows deleted, the new ones inserted)."""
+    rng = random.Random(7)
+    store.create("t", SCHEMA)
+    model, versions = {}, {0: {}}
+    with store.writing():
+        for i in range(1, 24):
+            data = {f"k{i}.{j}": rng.randint(1, 9) for j in range(rng.randint(0, 3))}
+            table = pa.table({"k": list(data), "_mult": list(data.values())}, schema=SCHEMA)
+            if rng.random() < 0.4:
+                assert store.overwrite("t", table, Txn("run", i))
+                model = dict(data)
+            else:
+                assert store.append("t", table, Txn("run", i))
+                model.update(data)
+            assert not store.overwrite("t", table, Txn("run", i))
+            versions[i] = dict(model)
+            assert store.version("t") == i and rows(store.read_arrow("t")) == model
+    fresh = open_store(str(tmp_path / "lake"), spark, backend=store.backend)
+    for version, expected in versions.items():
+        assert rows(fresh.read_arrow("t", version)) == expected and fresh.row_count("t", version) == len(expected)
+    feed = fresh.changes("t", 1)
+    for version in range(1, 24):
+        seen = {(r["_change_type"], r["k"]) for r in feed.to_pylist() if r["_commit_version"] == version}
+        before, after = versions[version - 1], versions[version]
+        assert {k for c, k in seen if c == "insert"} == set(after) - set(before)
+        assert {k for c, k in seen if c == "delete"} == set(before) - set(after)
+
+
 def test_merges_of_counts_by_deletion_vectors_sum_at_every_version_for_every_reader(store, spark, monkeypatch):
     """Random signed changes, unbound values among the keys, MERGEd as a gold table takes a batch's
     change at any size: on delta-rs past ``VECTOR_MERGE_ROWS`` (0 here) by deletion vectors, on

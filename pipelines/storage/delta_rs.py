@@ -196,7 +196,9 @@ class DeltaRsStore:
         self._heads: dict[str, int] = {}
         self._intervals: dict[str, int] = {}        # per table, its checkpoint interval
         self._plain_tables: dict[str, bool] = {}    # per table, whether it takes appends directly
-        self._vectored: set[str] = set()            # the tables known to have deletion vectors on
+        self._vectored: dict[str, bool] = {}        # per table, whether it has deletion vectors on
+        # Per table, its data files (path: size) at a version, from this store's own commits.
+        self._files: dict[str, tuple[int, dict[str, int]]] = {}
 
     @property
     def spark(self):
@@ -293,7 +295,8 @@ class DeltaRsStore:
         self._heads.pop(name, None)
         self._intervals.pop(name, None)
         self._plain_tables.pop(name, None)
-        self._vectored.discard(name)
+        self._vectored.pop(name, None)
+        self._files.pop(name, None)
         if self._current is not None:
             self._current.discard(name)
         for key in [k for k in self._pinned if k[0] == name]:
@@ -385,9 +388,11 @@ class DeltaRsStore:
         table = self._arrow(name, data)
         before = self._head(name)
         if mode == "append" and self._plain(name):
-            after = self._append_rows(name, table, txn)
+            after = self._commit_appends(name, self._write_files(name, table), txn)
             if after is None:
                 return False
+        elif mode == "overwrite" and self._plain(name) and (live := self._live_files(name)) is not None:
+            after = self._commit_overwrite(name, before, live, self._write_files(name, table), txn)
         else:
             dt = self._table(name)
             write_deltalake(dt, table, mode=mode, commit_properties=self._props(txn),
@@ -429,15 +434,52 @@ class DeltaRsStore:
                 else set(protocol.writer_features or ()) <= _APPEND_FEATURES
         return self._plain_tables[name]
 
-    def _append_rows(self, name: str, table: pa.Table, txn: Txn | None) -> int | None:
-        """Append ``table`` to table ``name``: parquet files written here (one per
-        :data:`_FILE_ROWS` rows) and committed as add actions (:meth:`_commit_appends`)."""
+    def _write_files(self, name: str, table: pa.Table) -> list[str]:
+        """``table`` written as parquet files in table ``name``'s folder (one per
+        :data:`_FILE_ROWS` rows, none for no rows), for a commit of this store's to add."""
         paths = []
         for start in range(0, table.num_rows, _FILE_ROWS):
             paths.append(f"part-{uuid.uuid4()}-c000.snappy.parquet")
             pq.write_table(table.slice(start, _FILE_ROWS), os.path.join(self.path(name), paths[-1]),
                            row_group_size=_ROW_GROUP)
-        return self._commit_appends(name, paths, txn)
+        return paths
+
+    def _live_files(self, name: str) -> dict[str, int] | None:
+        """Table ``name``'s data files at its newest version, with their sizes: kept from this
+        store's own commits, else read from the table's state (brought up to date); None when the
+        table has deletion vectors on (a file's removal would carry its vector: the table is
+        rewritten through delta-rs then)."""
+        if self._with_vectors(name):
+            return None
+        head = self._head(name)
+        kept = self._files.get(name)
+        if kept is not None and kept[0] == head:
+            return kept[1]
+        dt = self._table(name)
+        adds = pa.RecordBatchReader.from_stream(dt.get_add_actions(flatten=True)).read_all()
+        live = dict(zip(adds["path"].to_pylist(), adds["size_bytes"].to_pylist()))
+        self._files[name] = (dt.version(), live)
+        return live
+
+    def _commit_overwrite(self, name: str, before: int, live: dict[str, int], paths: Sequence[str],
+                          txn: Txn | None) -> int:
+        """Commit data files ``paths`` as table ``name``'s whole content at the version after
+        ``before``, whose files are ``live``: a ``remove`` of each (the change feed reads their
+        rows as deleted, the new files' as inserted, as after delta-rs's overwrite) and an
+        ``add`` of each new one. Another writer's commit in between is an error, as it is for
+        delta-rs: the rows it added would be overwritten unseen."""
+        now = int(time.time() * 1000)
+        actions = [{"remove": {"path": path, "deletionTimestamp": now, "dataChange": True, "extendedFileMetadata": True,
+                               "partitionValues": {}, "size": size}} for path, size in live.items()]
+        actions += [{"add": self._add_action(name, path)} for path in paths]
+        rows = sum(json.loads(a["add"]["stats"])["numRecords"] for a in actions if "add" in a)
+        metrics = {"num_added_files": len(paths), "num_removed_files": len(live), "num_added_rows": rows}
+        try:
+            version = self._commit_actions(name, before, actions, txn, "WRITE", metrics, {"mode": "Overwrite"})
+        except VersionTaken as exc:
+            raise StorageError(str(exc)) from None
+        self._files[name] = (version, {a["add"]["path"]: a["add"]["size"] for a in actions if "add" in a})
+        return version
 
     def _commit_appends(self, name: str, paths: Sequence[str], txn: Txn | None) -> int | None:
         """Commit data files ``paths`` (in table ``name``'s folder) as one append; its version, or
@@ -447,14 +489,19 @@ class DeltaRsStore:
         rows = sum(json.loads(a["add"]["stats"])["numRecords"] for a in actions)
         metrics = {"num_added_files": len(paths), "num_added_rows": rows}
         for _ in range(_APPEND_TRIES):
+            before = self._head(name)
             try:
-                return self._commit_actions(name, self._head(name), actions, txn, "WRITE", metrics,
-                                            {"mode": "Append"})
+                version = self._commit_actions(name, before, actions, txn, "WRITE", metrics, {"mode": "Append"})
             except VersionTaken:
                 self._table(name).update_incremental()
                 self._heads.pop(name, None)
                 if self._done(name, txn):
                     return None
+                continue
+            kept = self._files.pop(name, None)
+            if kept is not None and kept[0] == before:
+                self._files[name] = (version, {**kept[1], **{a["add"]["path"]: a["add"]["size"] for a in actions}})
+            return version
         raise StorageError(f"table {name!r}: other writers took every version tried for an append")
 
     def _committed(self, name: str, dt: DeltaTable) -> None:
@@ -601,6 +648,7 @@ class DeltaRsStore:
         self._heads[name] = version
         if any("protocol" in action for action in actions):
             self._plain_tables.pop(name, None)
+            self._vectored.pop(name, None)
         if version % self._checkpoint_every(name) == 0:
             # loaded afresh (from the last checkpoint: a short tail to replay) rather than brought
             # up to date, then kept: one listing of the log, where catching up and reloading from
@@ -612,13 +660,11 @@ class DeltaRsStore:
         return version
 
     def _with_vectors(self, name: str) -> bool:
-        """Whether table ``name``'s protocol has the deletion vectors feature (once it has, it
-        keeps it: only a protocol action of this store's adds it)."""
+        """Whether table ``name``'s protocol has the deletion vectors feature (read once, and again
+        after a protocol action of this store's: lakegraph's commits are what adds it)."""
         if name not in self._vectored:
-            if FEATURE not in (self._table(name).protocol().reader_features or ()):
-                return False
-            self._vectored.add(name)
-        return True
+            self._vectored[name] = FEATURE in (self._table(name).protocol().reader_features or ())
+        return self._vectored[name]
 
     def _checkpoint_every(self, name: str) -> int:
         """Table ``name``'s ``delta.checkpointInterval`` (delta-rs's default without one)."""
