@@ -272,6 +272,7 @@ def test_appends_inside_a_run_take_the_next_free_version_after_another_writers(s
     with store.writing():
         assert store.append("t", pa.table({"k": ["a"], "_mult": [1]}, schema=SCHEMA), Txn("run", 1))
         assert other.append("t", pa.table({"k": ["b"], "_mult": [1]}, schema=SCHEMA), Txn("ingest", 1))
+        assert rows(store.read_arrow("t", 1)) == {"a": 1}
         assert store.append("t", pa.table({"k": ["c"], "_mult": [1]}, schema=SCHEMA), Txn("run", 2))
         assert not store.append("t", pa.table({"k": ["c"], "_mult": [1]}, schema=SCHEMA), Txn("run", 2))
         assert store.version("t") == 3 and store.committed("t", "ingest") == 1

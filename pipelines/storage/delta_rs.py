@@ -232,7 +232,7 @@ class DeltaRsStore:
                     self._current.add(name)
                 return dt
             if version == self._heads.get(name):        # this store's last commit: catch up rather than pin
-                return self._table(name)
+                self._table(name)
             latest = self._latest.get(name)
             if latest is not None and latest.version() == version:    # the same snapshot, already loaded
                 return latest
@@ -474,10 +474,7 @@ class DeltaRsStore:
         actions += [{"add": self._add_action(name, path)} for path in paths]
         rows = sum(json.loads(a["add"]["stats"])["numRecords"] for a in actions if "add" in a)
         metrics = {"num_added_files": len(paths), "num_removed_files": len(live), "num_added_rows": rows}
-        try:
-            version = self._commit_actions(name, before, actions, txn, "WRITE", metrics, {"mode": "Overwrite"})
-        except VersionTaken as exc:
-            raise StorageError(str(exc)) from None
+        version = self._commit_actions(name, before, actions, txn, "WRITE", metrics, {"mode": "Overwrite"})
         self._files[name] = (version, {a["add"]["path"]: a["add"]["size"] for a in actions if "add" in a})
         return version
 
@@ -586,10 +583,7 @@ class DeltaRsStore:
         metrics = {"num_target_rows_deleted": len(change.touched), "num_target_rows_inserted": written.num_rows}
         if not self._with_vectors(name):
             actions.insert(0, {"protocol": with_vectors(self._table(name).protocol())})
-        try:
-            version = self._commit_actions(name, before, actions, txn, "MERGE", metrics)
-        except VersionTaken:
-            raise StorageError(f"table {name!r}: another writer committed version {before + 1} first") from None
+        version = self._commit_actions(name, before, actions, txn, "MERGE", metrics)
         self._noted(name, before, version, txn)
         placed.commit(version, change, deleted, {f: vectors[placed.files[f]] for f in deleted}, path)
         if len(placed.files) > _VECTOR_FILES:   # compacted: every row moves, read again at the next merge
@@ -629,7 +623,7 @@ class DeltaRsStore:
         find a table's new commits, so each commit through it, which reads its own back, cost more
         the longer the table's history (12 ms at 50 log files, 59 ms at 3,300). The state is
         brought up to date when a read or a checkpoint needs it."""
-        version = before + 1
+        version, every = before + 1, self._checkpoint_every(name)
         now = int(time.time() * 1000)
         entries = [{"commitInfo": {"timestamp": now, "operation": operation, "operationParameters": parameters or {},
                                    "operationMetrics": metrics, "clientVersion": "lakegraph"}}]
@@ -649,7 +643,7 @@ class DeltaRsStore:
         if any("protocol" in action for action in actions):
             self._plain_tables.pop(name, None)
             self._vectored.pop(name, None)
-        if version % self._checkpoint_every(name) == 0:
+        if version % every == 0:
             # loaded afresh (from the last checkpoint: a short tail to replay) rather than brought
             # up to date, then kept: one listing of the log, where catching up and reloading from
             # the new checkpoint (as :meth:`_committed` does) took two
