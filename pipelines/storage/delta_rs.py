@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
+from deltalake.table import ProtocolVersions
 from deltalake.exceptions import TableNotFoundError
 
 from ..spark import session
@@ -144,6 +145,17 @@ def _stats(meta: pq.FileMetaData) -> dict:
     return {"numRecords": meta.num_rows, "minValues": low, "maxValues": high, "nullCount": counted}
 
 
+def _data_file() -> str:
+    """A new data file's name (unique, as delta-rs names its own)."""
+    return f"part-{uuid.uuid4()}-c000.snappy.parquet"
+
+
+def _remove_action(path: str, size: int, now: int) -> dict:
+    """The remove action of data file ``path`` (``size`` bytes), at time ``now`` (ms)."""
+    return {"path": path, "deletionTimestamp": now, "dataChange": True, "extendedFileMetadata": True,
+            "partitionValues": {}, "size": size}
+
+
 def normalise_arrow(table: pa.Table) -> pa.Table:
     """``table`` cast to :func:`normalise_schema` of its schema."""
     schema = normalise_schema(table.schema)
@@ -195,8 +207,9 @@ class DeltaRsStore:
         # table's state held in ``_latest`` is behind it (:meth:`_commit_actions`).
         self._heads: dict[str, int] = {}
         self._intervals: dict[str, int] = {}        # per table, its checkpoint interval
-        self._plain_tables: dict[str, bool] = {}    # per table, whether it takes appends directly
-        self._vectored: dict[str, bool] = {}        # per table, whether it has deletion vectors on
+        # Per table, its protocol, read once and again after a protocol action of this store's
+        # (lakegraph's own commits are what change it: the deletion vectors feature).
+        self._protocols: dict[str, ProtocolVersions] = {}
         # Per table, its data files (path: size) at a version, from this store's own commits.
         self._files: dict[str, tuple[int, dict[str, int]]] = {}
 
@@ -294,8 +307,7 @@ class DeltaRsStore:
         self._latest.pop(name, None)
         self._heads.pop(name, None)
         self._intervals.pop(name, None)
-        self._plain_tables.pop(name, None)
-        self._vectored.pop(name, None)
+        self._protocols.pop(name, None)
         self._files.pop(name, None)
         if self._current is not None:
             self._current.discard(name)
@@ -416,7 +428,7 @@ class DeltaRsStore:
         before = self._head(name)
         moved = []
         for path in files:
-            moved.append(f"part-{uuid.uuid4()}-c000.snappy.parquet")
+            moved.append(_data_file())
             os.replace(path, os.path.join(self.path(name), moved[-1]))
         after = self._commit_appends(name, moved, txn)
         if after is None:
@@ -425,21 +437,29 @@ class DeltaRsStore:
         self._remember(name, after, None)
         return True
 
+    def _protocol(self, name: str) -> ProtocolVersions:
+        if name not in self._protocols:
+            self._protocols[name] = self._table(name).protocol()
+        return self._protocols[name]
+
     def _plain(self, name: str) -> bool:
         """Whether table ``name`` takes an append as add actions and nothing else: its protocol
         asks no more of a writer than lakegraph's tables do (:data:`_APPEND_FEATURES`)."""
-        if name not in self._plain_tables:
-            protocol = self._table(name).protocol()
-            self._plain_tables[name] = protocol.min_writer_version <= 4 if protocol.min_writer_version < 7 \
-                else set(protocol.writer_features or ()) <= _APPEND_FEATURES
-        return self._plain_tables[name]
+        protocol = self._protocol(name)
+        if protocol.min_writer_version < 7:
+            return protocol.min_writer_version <= 4
+        return set(protocol.writer_features or ()) <= _APPEND_FEATURES
+
+    def _with_vectors(self, name: str) -> bool:
+        """Whether table ``name``'s protocol has the deletion vectors feature."""
+        return FEATURE in (self._protocol(name).reader_features or ())
 
     def _write_files(self, name: str, table: pa.Table) -> list[str]:
         """``table`` written as parquet files in table ``name``'s folder (one per
         :data:`_FILE_ROWS` rows, none for no rows), for a commit of this store's to add."""
         paths = []
         for start in range(0, table.num_rows, _FILE_ROWS):
-            paths.append(f"part-{uuid.uuid4()}-c000.snappy.parquet")
+            paths.append(_data_file())
             pq.write_table(table.slice(start, _FILE_ROWS), os.path.join(self.path(name), paths[-1]),
                            row_group_size=_ROW_GROUP)
         return paths
@@ -469,8 +489,7 @@ class DeltaRsStore:
         ``add`` of each new one. Another writer's commit in between is an error, as it is for
         delta-rs: the rows it added would be overwritten unseen."""
         now = int(time.time() * 1000)
-        actions = [{"remove": {"path": path, "deletionTimestamp": now, "dataChange": True, "extendedFileMetadata": True,
-                               "partitionValues": {}, "size": size}} for path, size in live.items()]
+        actions = [{"remove": _remove_action(path, size, now)} for path, size in live.items()]
         actions += [{"add": self._add_action(name, path)} for path in paths]
         rows = sum(json.loads(a["add"]["stats"])["numRecords"] for a in actions if "add" in a)
         metrics = {"num_added_files": len(paths), "num_removed_files": len(live), "num_added_rows": rows}
@@ -567,7 +586,7 @@ class DeltaRsStore:
         table = self.path(name)
         actions, path = [], None
         if written.num_rows:
-            path = f"part-{uuid.uuid4()}-c000.snappy.parquet"
+            path = _data_file()
             pq.write_table(written, os.path.join(table, path), row_group_size=_ROW_GROUP)
             actions.append({"add": self._add_action(name, path)})
         vectors = write_vectors(table, {placed.files[f]: np.flatnonzero(mask) for f, mask in deleted.items()}) \
@@ -575,14 +594,13 @@ class DeltaRsStore:
         now = int(time.time() * 1000)
         for f in deleted:
             file = placed.files[f]
-            removed = {"path": file, "deletionTimestamp": now, "dataChange": True, "extendedFileMetadata": True,
-                       "partitionValues": {}, "size": os.path.getsize(os.path.join(table, file))}
+            removed = _remove_action(file, os.path.getsize(os.path.join(table, file)), now)
             if f in placed.vectors:
                 removed["deletionVector"] = placed.vectors[f]
             actions += [{"remove": removed}, {"add": {**self._add_action(name, file), "deletionVector": vectors[file]}}]
         metrics = {"num_target_rows_deleted": len(change.touched), "num_target_rows_inserted": written.num_rows}
         if not self._with_vectors(name):
-            actions.insert(0, {"protocol": with_vectors(self._table(name).protocol())})
+            actions.insert(0, {"protocol": with_vectors(self._protocol(name))})
         version = self._commit_actions(name, before, actions, txn, "MERGE", metrics)
         self._noted(name, before, version, txn)
         placed.commit(version, change, deleted, {f: vectors[placed.files[f]] for f in deleted}, path)
@@ -641,8 +659,7 @@ class DeltaRsStore:
             os.remove(aside)
         self._heads[name] = version
         if any("protocol" in action for action in actions):
-            self._plain_tables.pop(name, None)
-            self._vectored.pop(name, None)
+            self._protocols.pop(name, None)
         if version % every == 0:
             # loaded afresh (from the last checkpoint: a short tail to replay) rather than brought
             # up to date, then kept: one listing of the log, where catching up and reloading from
@@ -652,13 +669,6 @@ class DeltaRsStore:
             if dt.version() >= version:
                 self._heads.pop(name, None)
         return version
-
-    def _with_vectors(self, name: str) -> bool:
-        """Whether table ``name``'s protocol has the deletion vectors feature (read once, and again
-        after a protocol action of this store's: lakegraph's commits are what adds it)."""
-        if name not in self._vectored:
-            self._vectored[name] = FEATURE in (self._table(name).protocol().reader_features or ())
-        return self._vectored[name]
 
     def _checkpoint_every(self, name: str) -> int:
         """Table ``name``'s ``delta.checkpointInterval`` (delta-rs's default without one)."""
