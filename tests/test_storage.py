@@ -306,6 +306,33 @@ def test_a_long_run_of_appends_reads_right_at_every_version_across_checkpoints(s
     assert all(a["min.k"] is not None and a["min.k"] <= a["max.k"] for a in adds)
 
 
+def test_commit_files_past_the_log_retention_go_at_the_next_checkpoint(store, spark, tmp_path):
+    """Delta keeps a table's commit files for its log retention (30 days by default) and removes
+    older ones when a writer makes a checkpoint, so a lake's logs stay within its time-travel
+    horizon however long it runs (a commit per table per batch). The delta-rs store commits most
+    versions itself, so it must do what delta-rs's writes do: commits 0-11, aged past the
+    retention, go at the checkpoint of version 20. delta-spark's commits are Spark's, whose Delta
+    writer keeps its log by rules of its own (it kept these). On both, the table reads the same
+    through a fresh store, at its newest version and at those the retention keeps."""
+    store.create("t", SCHEMA)
+    log = tmp_path / "lake" / "t" / "_delta_log"
+    with store.writing():
+        for i in range(1, 21):
+            if i == 12:   # versions 0-11 and the checkpoint of 10 written 40 days ago
+                aged = time.time() - 40 * 86400
+                for entry in log.iterdir():
+                    os.utime(entry, (aged, aged))
+            assert store.append("t", pa.table({"k": [f"k{i:02d}"], "_mult": [i]}, schema=SCHEMA), Txn("run", i))
+    kept = {int(entry.name.split(".")[0]) for entry in log.iterdir() if entry.name.endswith(".json")}
+    assert set(range(12, 21)) <= kept
+    if store.backend == "delta-rs":
+        assert not kept & set(range(10))
+    fresh = open_store(str(tmp_path / "lake"), spark, backend=store.backend)
+    assert fresh.version("t") == 20 and fresh.committed("t", "run") == 20
+    for version in (15, 20):
+        assert rows(fresh.read_arrow("t", version)) == {f"k{i:02d}": i for i in range(1, version + 1)}
+
+
 def test_overwrites_and_appends_in_one_run_read_right_at_every_version(store, spark, tmp_path):
     """Random appends and overwrites (empty ones too) in one run, where the delta-rs store commits
     both itself and keeps the table's files from its own commits: every version through a fresh

@@ -37,6 +37,18 @@ from .vector_merge import Placed
 _CHECKPOINT_EVERY = 10
 _NEW_TABLE = {"delta.enableChangeDataFeed": "true", "delta.checkpointInterval": str(_CHECKPOINT_EVERY)}
 _DEFAULT_CHECKPOINT_EVERY = 100     # delta-rs's, for tables created without the property
+
+
+@dataclass(frozen=True)
+class _LogPolicy:
+    """How a table's log is kept, from its properties: a checkpoint every ``checkpoint_every``
+    versions, and at each one the commit files older than ``delta.logRetentionDuration`` (30 days
+    unless set) removed, unless ``delta.enableExpiredLogCleanup`` is false, as Delta's writers do.
+    The store commits most versions itself, so it must do this too: without it a table's log grew
+    by a file per batch for as long as the lake lived, and every load lists the whole log."""
+
+    checkpoint_every: int
+    expire_logs: bool
 #: Where Spark writes the files of a frame appended to a table, before the commit adopts them.
 SPARK_OUT = "_spark_out"
 _PINNED_CACHE = 256
@@ -206,7 +218,7 @@ class DeltaRsStore:
         # Per table, the version of this store's last commit written to the log directly, while the
         # table's state held in ``_latest`` is behind it (:meth:`_commit_actions`).
         self._heads: dict[str, int] = {}
-        self._intervals: dict[str, int] = {}        # per table, its checkpoint interval
+        self._policies: dict[str, _LogPolicy] = {}  # per table, how its log is kept
         # Per table, its protocol, read once and again after a protocol action of this store's
         # (lakegraph's own commits are what change it: the deletion vectors feature).
         self._protocols: dict[str, ProtocolVersions] = {}
@@ -306,7 +318,7 @@ class DeltaRsStore:
         self._txns.pop(name, None)
         self._latest.pop(name, None)
         self._heads.pop(name, None)
-        self._intervals.pop(name, None)
+        self._policies.pop(name, None)
         self._protocols.pop(name, None)
         self._files.pop(name, None)
         if self._current is not None:
@@ -525,7 +537,7 @@ class DeltaRsStore:
         the table afresh from it. A DeltaTable keeps every commit since the checkpoint it was loaded
         from and each commit through it costs more the more it keeps, so a long-running process
         (and a table created before :data:`_NEW_TABLE`) would pay more at every batch."""
-        if dt.version() % self._checkpoint_every(name) == 0 and self._latest.get(name) is dt:
+        if dt.version() % self._log_policy(name).checkpoint_every == 0 and self._latest.get(name) is dt:
             self._latest[name] = DeltaTable(self.path(name))
 
     def _noted(self, name: str, before: int, after: int, txn: Txn | None) -> None:
@@ -641,7 +653,7 @@ class DeltaRsStore:
         find a table's new commits, so each commit through it, which reads its own back, cost more
         the longer the table's history (12 ms at 50 log files, 59 ms at 3,300). The state is
         brought up to date when a read or a checkpoint needs it."""
-        version, every = before + 1, self._checkpoint_every(name)
+        version, policy = before + 1, self._log_policy(name)
         now = int(time.time() * 1000)
         entries = [{"commitInfo": {"timestamp": now, "operation": operation, "operationParameters": parameters or {},
                                    "operationMetrics": metrics, "clientVersion": "lakegraph"}}]
@@ -660,22 +672,26 @@ class DeltaRsStore:
         self._heads[name] = version
         if any("protocol" in action for action in actions):
             self._protocols.pop(name, None)
-        if version % every == 0:
+        if version % policy.checkpoint_every == 0:
             # loaded afresh (from the last checkpoint: a short tail to replay) rather than brought
             # up to date, then kept: one listing of the log, where catching up and reloading from
             # the new checkpoint (as :meth:`_committed` does) took two
             dt = self._latest[name] = DeltaTable(self.path(name))
             dt.create_checkpoint()
+            if policy.expire_logs:
+                dt.cleanup_metadata()
             if dt.version() >= version:
                 self._heads.pop(name, None)
         return version
 
-    def _checkpoint_every(self, name: str) -> int:
-        """Table ``name``'s ``delta.checkpointInterval`` (delta-rs's default without one)."""
-        if name not in self._intervals:
+    def _log_policy(self, name: str) -> _LogPolicy:
+        """How table ``name``'s log is kept (delta-rs's defaults for properties it lacks)."""
+        if name not in self._policies:
             configuration = self._table(name).metadata().configuration
-            self._intervals[name] = int(configuration.get("delta.checkpointInterval", _DEFAULT_CHECKPOINT_EVERY))
-        return self._intervals[name]
+            self._policies[name] = _LogPolicy(
+                int(configuration.get("delta.checkpointInterval", _DEFAULT_CHECKPOINT_EVERY)),
+                configuration.get("delta.enableExpiredLogCleanup", "true").lower() != "false")
+        return self._policies[name]
 
     def delete(self, name: str, predicate: str | None = None, txn: Txn | None = None) -> bool:
         if self._done(name, txn):
