@@ -49,6 +49,8 @@ class _LogPolicy:
 
     checkpoint_every: int
     expire_logs: bool
+
+
 #: Where Spark writes the files of a frame appended to a table, before the commit adopts them.
 SPARK_OUT = "_spark_out"
 _PINNED_CACHE = 256
