@@ -311,26 +311,36 @@ def test_commit_files_past_the_log_retention_go_at_the_next_checkpoint(store, sp
     older ones when a writer makes a checkpoint, so a lake's logs stay within its time-travel
     horizon however long it runs (a commit per table per batch). The delta-rs store commits most
     versions itself, so it must do what delta-rs's writes do: commits 0-11, aged past the
-    retention, go at the checkpoint of version 20. delta-spark's commits are Spark's, whose Delta
-    writer keeps its log by rules of its own (it kept these). On both, the table reads the same
-    through a fresh store, at its newest version and at those the retention keeps."""
-    store.create("t", SCHEMA)
-    log = tmp_path / "lake" / "t" / "_delta_log"
+    retention, go at the checkpoint of version 20, and stay in a table whose
+    ``delta.enableExpiredLogCleanup`` is false. delta-spark's commits are Spark's, whose Delta
+    writer keeps its log by rules of its own (it kept these). On both, the tables read the same
+    through a fresh store, at their newest version and at those the retention keeps."""
+    from deltalake import DeltaTable
+    for name in ("t", "kept"):
+        store.create(name, SCHEMA)
+    DeltaTable(store.path("kept")).alter.set_table_properties({"delta.enableExpiredLogCleanup": "false"})
+    logs = {name: tmp_path / "lake" / name / "_delta_log" for name in ("t", "kept")}
+    first = {"t": 1, "kept": 2}   # the property's commit is version 1 of "kept"
     with store.writing():
         for i in range(1, 21):
-            if i == 12:   # versions 0-11 and the checkpoint of 10 written 40 days ago
+            if i == 12:   # every log entry so far (the checkpoint of 10 too) written 40 days ago
                 aged = time.time() - 40 * 86400
-                for entry in log.iterdir():
+                for entry in [*logs["t"].iterdir(), *logs["kept"].iterdir()]:
                     os.utime(entry, (aged, aged))
-            assert store.append("t", pa.table({"k": [f"k{i:02d}"], "_mult": [i]}, schema=SCHEMA), Txn("run", i))
-    kept = {int(entry.name.split(".")[0]) for entry in log.iterdir() if entry.name.endswith(".json")}
-    assert set(range(12, 21)) <= kept
+            for name in ("t", "kept"):
+                if i >= first[name]:
+                    data = pa.table({"k": [f"k{i:02d}"], "_mult": [i]}, schema=SCHEMA)
+                    assert store.append(name, data, Txn("run", i))
+    kept = {name: {int(e.name.split(".")[0]) for e in log.iterdir() if e.name.endswith(".json")}
+            for name, log in logs.items()}
+    assert set(range(12, 21)) <= kept["t"] and kept["kept"] == set(range(21))
     if store.backend == "delta-rs":
-        assert not kept & set(range(10))
+        assert not kept["t"] & set(range(10))
     fresh = open_store(str(tmp_path / "lake"), spark, backend=store.backend)
-    assert fresh.version("t") == 20 and fresh.committed("t", "run") == 20
-    for version in (15, 20):
-        assert rows(fresh.read_arrow("t", version)) == {f"k{i:02d}": i for i in range(1, version + 1)}
+    for name in ("t", "kept"):
+        assert fresh.version(name) == 20 and fresh.committed(name, "run") == 20
+        for version in (15, 20):
+            assert rows(fresh.read_arrow(name, version)) == {f"k{i:02d}": i for i in range(first[name], version + 1)}
 
 
 def test_overwrites_and_appends_in_one_run_read_right_at_every_version(store, spark, tmp_path):
