@@ -37,20 +37,6 @@ from .vector_merge import Placed
 _CHECKPOINT_EVERY = 10
 _NEW_TABLE = {"delta.enableChangeDataFeed": "true", "delta.checkpointInterval": str(_CHECKPOINT_EVERY)}
 _DEFAULT_CHECKPOINT_EVERY = 100     # delta-rs's, for tables created without the property
-
-
-@dataclass(frozen=True)
-class _LogPolicy:
-    """How a table's log is kept, from its properties: a checkpoint every ``checkpoint_every``
-    versions, and at each one the commit files older than ``delta.logRetentionDuration`` (30 days
-    unless set) removed, unless ``delta.enableExpiredLogCleanup`` is false, as Delta's writers do.
-    The store commits most versions itself, so it must do this too: without it a table's log grew
-    by a file per batch for as long as the lake lived, and every load lists the whole log."""
-
-    checkpoint_every: int
-    expire_logs: bool
-
-
 #: Where Spark writes the files of a frame appended to a table, before the commit adopts them.
 SPARK_OUT = "_spark_out"
 _PINNED_CACHE = 256
@@ -82,6 +68,18 @@ _APPEND_FEATURES = {"appendOnly", "invariants", "checkConstraints", "changeDataF
 
 class VersionTaken(StorageError):
     """Another writer committed the version a commit of this store's was to be."""
+
+
+@dataclass(frozen=True)
+class _LogPolicy:
+    """How a table's log is kept, from its properties: a checkpoint every ``checkpoint_every``
+    versions, and at each one the commit files older than ``delta.logRetentionDuration`` (30 days
+    unless set) removed, unless ``delta.enableExpiredLogCleanup`` is false, as Delta's writers do.
+    The store commits most versions itself, so it must do this too: without it a table's log grew
+    by a file per batch for as long as the lake lived, and every load lists the whole log."""
+
+    checkpoint_every: int
+    expire_logs: bool
 
 
 _pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
