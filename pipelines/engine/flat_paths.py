@@ -13,18 +13,18 @@ pattern's bindings (a root that comes or goes takes its whole tree) and simple p
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Mapping
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from views.automata import BACKWARD, FORWARD
 from views.path_views import PathDef
 
 from .lookup import Find
-from .path_edges import FOREVER, EdgeIndexes, Edges, tuples
-from .path_reach import Entry, entries_of, pairs_table, reach_row, reach_table, reached
+from .path_edges import FOREVER, EdgeIndexes, Edges, Terms
+from .path_forest import Forest, isin, key_parts, node_keys, pair_keys, pair_parts, reach_changes
+from .path_reach import pairs_table, reached
 
 Moves = Mapping[tuple[int, tuple[str, str]], int]       # (state, symbol) -> next state
 
@@ -36,90 +36,103 @@ def is_flat(path: PathDef, moves: Moves) -> bool:
         and path.seed is None and not path.simple
 
 
-def flat_changes(path: PathDef, moves: Moves, edges: Edges, deltas: Mapping[str, pa.Table], find: Find,
+def flat_changes(path: PathDef, start: np.ndarray, edges: Edges, deltas: Mapping[str, pa.Table], find: Find,
                  indexes: EdgeIndexes) -> dict[str, pa.Table]:
     """The changes of ``path``'s pairs and reach tables for the step's inserted and deleted
-    ``edges`` (the graph after the step, loaded on demand; see the module text)."""
-    finals = set(path.automaton.finals)
-    stamped = path.stamped
-    # the nodes a changed edge moves a root's start to, by (root, vertex): their entries may change
-    keys: dict[tuple[str, str], set[int]] = defaultdict(set)
-    fresh: dict[tuple[str, str], set[int]] = defaultdict(set)     # those an inserted edge reaches
-    for triples, into in ((edges.inserted, fresh), (edges.deleted, None)):
-        for s, p, o, _ in tuples(triples):
-            sym = edges.symbol(p)
-            for direction, root, vertex in ((FORWARD, s, o), (BACKWARD, o, s)):
-                state = None if sym is None else moves.get((0, (sym, direction)))
-                if state is not None and (path.root is None or root == path.root):
-                    keys[(root, vertex)].add(state)
-                    if into is not None:
-                        into[(root, vertex)].add(state)
+    ``edges`` (the graph after the step, loaded on demand; see the module text); ``start[sym]``
+    is the state the start moves to by symbol ``sym`` (-1 for none). Array operations over the
+    changed edges' nodes, numbered by the step's terms: a Python tuple per edge and pair cost
+    60 µs a changed edge at 1M edges."""
+    terms = edges.terms
+    root = None if path.root is None else terms.encode([path.root])[0]
+    fresh, lost = (_nodes(edges.moves(rows), start, root) for rows in (edges.inserted, edges.deleted))
+    pairs = [pair_keys(*key_parts(np.concatenate([fresh, lost]))[:2])]
     # a zero-length pair comes and goes with its node's membership of the graph
     members = indexes.members(path.nodes, deltas.get(path.nodes), ("v0", "v2"), set()) \
         if path.nullable and path.root is None and path.nodes else {}
-    for node, (was, now) in members.items():
-        if was != now:
-            keys.setdefault((node, node), set())
-    if not keys:
+    flipped = [node for node, (was, now) in members.items() if was != now]
+    if flipped:
+        codes = terms.encode(flipped)
+        pairs.append(pair_keys(codes, codes))
+    pairs = np.unique(np.concatenate(pairs))
+    if not len(pairs):
         return {}
-    before = _stored(find, path.reach, keys)
+    before = _stored(find, path.reach, terms, pairs)
     # the pairs whose entries are counted again from the graph after the step: those only a
     # deleted edge joins, and under windows all (an inserted edge can raise a node's time); a
     # minimal automaton of one-edge matches moves its start to one state, so an inserted edge
     # leaves its pair's node there whatever else the step deleted
-    recount = set(keys) if stamped else {key for key in keys if key not in fresh}
-    after = _counted(moves, edges, recount)
-    pairs: dict[tuple[str, str], int] = defaultdict(int)
-    reach: list[tuple] = []
-    for key in sorted(keys):
-        root, vertex = key
-        old = before.get(key, {})
-        new = after.get(key, {}) if key in recount else {**old, **{q: ((root, 0), FOREVER) for q in fresh[key]}}
-        for state in sorted(old.keys() | new.keys()):
-            if old.get(state) != new.get(state):
-                reach += [reach_row(root, (vertex, state), entry, sign)
-                          for entry, sign in ((old.get(state), -1), (new.get(state), 1)) if entry is not None]
-        was, now = members.get(vertex, (True, True)) if vertex == root else (False, False)
-        zero = path.nullable and vertex == root
-        had = bool(finals & old.keys()) or (zero and (path.root is not None or was))
-        has = bool(finals & new.keys()) or (zero and (path.root is not None or now))
-        if had != has:
-            pairs[key] += 1 if has else -1
-    kept = sorted(pair for pair, sign in pairs.items() if sign)
-    return {path.id: pairs_table(path, [r for r, _ in kept], [v for _, v in kept], [pairs[k] for k in kept]),
-            path.reach: reach_table(reach)}
+    inserted = np.unique(pair_keys(*key_parts(fresh)[:2]))
+    kept = np.zeros(len(pairs), bool) if path.stamped else isin(pairs, inserted)
+    after = _after(before, _counted(start, edges, pairs[~kept]), fresh, pairs[kept])
+    reach = reach_changes(terms, before, after, np.union1d(before.keys, after.keys))
+    # the pairs: a node reached in a final state, or the root itself on a zero-length match
+    roots, vertices = pair_parts(pairs)
+    finals = sorted(path.automaton.finals)
+    zero = (roots == vertices) & path.nullable
+    held = []
+    for side in (0, 1):
+        member = np.array([members.get(node, (True, True))[side] for node in terms.decode(roots[zero]).to_pylist()], bool)
+        on = np.zeros(len(pairs), bool)
+        on[zero] = True if path.root is not None else member
+        held.append(on)
+    had = before.reaches(roots, vertices, finals) | held[0]
+    has = after.reaches(roots, vertices, finals) | held[1]
+    sign = has.astype(np.int64) - had.astype(np.int64)
+    moved = sign != 0
+    return {path.id: pairs_table(path, terms.decode(roots[moved]), terms.decode(vertices[moved]), sign[moved]),
+            path.reach: reach}
 
 
-def _stored(find: Find, reach: str, keys: Mapping[tuple[str, str], object]) -> dict[tuple[str, str], dict[int, Entry]]:
-    """The reach rows of ``keys`` (root, vertex) as the step started: each one's nodes by state.
-    Read by root, then picked in Arrow (a root's tree holds every other vertex it reaches too)."""
-    rows = reached(find, reach, {root for root, _ in keys})
-    wanted = pa.array(sorted(f"{root}\n{vertex}" for root, vertex in keys), pa.string())
+def _nodes(moves: tuple[np.ndarray, ...], start: np.ndarray, root: int | None) -> np.ndarray:
+    """The keys of the nodes (root, vertex, state) that ``moves`` (source, symbol, target, time)
+    take a root's start to, distinct: only those of ``root``, if given (a constant end)."""
+    src, sym, dst, _ = moves
+    state = start[sym]
+    keep = state >= 0
+    if root is not None:
+        keep &= src == root
+    return np.unique(node_keys(src[keep], dst[keep], state[keep]))
+
+
+def _stored(find: Find, reach: str, terms: Terms, pairs: np.ndarray) -> Forest:
+    """The reach rows of ``pairs`` (root, vertex) as the step started. Read by root (a root's tree
+    holds every other vertex it reaches too), then picked in Arrow, so that only the rows kept
+    are numbered."""
+    roots, vertices = (terms.decode(part) for part in pair_parts(pairs))
+    rows = reached(find, reach, set(pc.unique(roots).to_pylist()))
+    wanted = pc.binary_join_element_wise(roots, vertices, "\n")
     rows = rows.filter(pc.is_in(pc.binary_join_element_wise(rows["root"], rows["node"], "\n"), value_set=wanted))
-    out: dict[tuple[str, str], dict[int, Entry]] = defaultdict(dict)
-    for root, ((vertex, state), entry) in zip(rows["root"].to_pylist(), zip(*entries_of(rows))):
-        out[(root, vertex)][state] = entry
-    return out
+    return Forest.of(rows, terms)
 
 
-def _counted(moves: Moves, edges: Edges, keys: set[tuple[str, str]]) -> dict[tuple[str, str], dict[int, Entry]]:
-    """The entries of ``keys`` (root, vertex) after the step, from the edges between the two: per
-    state the start moves to, the latest time of those edges (one lookup of the roots' edges)."""
-    if not keys:
-        return {}
-    roots = sorted({root for root, _ in keys})
-    codes = edges.terms.encode(roots)
-    edges.load(codes)
-    which, sym, dst, times = edges.out.gather(codes)
-    targets = edges.terms.decode(dst).to_pylist()
-    out: dict[tuple[str, str], dict[int, Entry]] = defaultdict(dict)
-    for i, s, target, ts in zip(which.tolist(), sym.tolist(), targets, times.tolist()):
-        root = roots[i]
-        state = moves.get((0, edges.symbols[s]))
-        if state is None or (root, target) not in keys:
-            continue
-        nodes = out[(root, target)]
-        if state not in nodes or ts > nodes[state][1]:
-            nodes[state] = ((root, 0), ts)
-    return out
+def _counted(start: np.ndarray, edges: Edges, pairs: np.ndarray) -> Forest:
+    """The nodes of ``pairs`` (root, vertex) after the step, from the edges between the two: per
+    state the start moves to, the latest time of those edges (one lookup of the roots' edges),
+    the root's start as witness."""
+    roots = np.unique(pair_parts(pairs)[0])
+    edges.load(roots)
+    which, sym, dst, ts = edges.out.gather(roots)
+    src, state = roots[which], start[sym]
+    keep = (state >= 0) & isin(pair_keys(src, dst), pairs)
+    src, dst, state, ts = src[keep], dst[keep], state[keep], ts[keep]
+    keys = node_keys(src, dst, state)
+    order = np.lexsort((-ts, keys))            # per node, the latest time first
+    first = np.ones(len(order), bool)
+    first[1:] = keys[order][1:] != keys[order][:-1]
+    best = order[first]
+    return Forest(src[best], dst[best], state[best], src[best], np.zeros(len(best), np.int64), ts[best])
 
+
+def _after(before: Forest, counted: Forest, fresh: np.ndarray, kept: np.ndarray) -> Forest:
+    """The nodes of the step's pairs after it: those ``counted`` again, and for the ``kept`` pairs
+    (an inserted edge joins them, outside windows) the nodes they held with the ``fresh`` ones
+    the inserted edges add, at no time, off the root's start."""
+    held = isin(pair_keys(before.root, before.node), kept)
+    new = fresh[isin(pair_keys(*key_parts(fresh)[:2]), kept) & ~before.holds(fresh)]
+    root, node, state = key_parts(new)
+    columns = [(before.root[held], before.node[held], before.state[held], before.parent[held],
+                before.pstate[held], before.ts[held]),
+               (root, node, state, root, np.zeros(len(new), np.int64), np.full(len(new), FOREVER, np.int64)),
+               (counted.root, counted.node, counted.state, counted.parent, counted.pstate, counted.ts)]
+    return Forest(*(np.concatenate(c) for c in zip(*columns)))

@@ -260,10 +260,10 @@ class Edges:
         self.inserted, self.deleted = inserted, deleted
         self._deleted_keys = triple_keys(deleted) if deleted.num_rows else None
         self.out = Adjacency()
-        self._first = self._moves(inserted)
+        self._first = self.moves(inserted)
         self.first = self._adjacency(self._first)
 
-    def _moves(self, rows: pa.Table, out_of: np.ndarray | None = None,
+    def moves(self, rows: pa.Table, out_of: np.ndarray | None = None,
                into: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         """The moves of the edges ``rows`` in the automaton's directions, as arrays (source,
         symbol, target, time): only those out of a vertex of ``out_of``, or into one of ``into``
@@ -321,7 +321,7 @@ class Edges:
         new = new[~self.out.loaded(new)]
         if len(new):
             rows = self._around(new, FORWARD in self.directions, BACKWARD in self.directions)
-            self.out.add(new, *self._moves(rows, out_of=_mask(new, len(self.terms))))
+            self.out.add(new, *self.moves(rows, out_of=_mask(new, len(self.terms))))
         return new
 
     def load_reachable(self, vertices: np.ndarray) -> None:
@@ -347,7 +347,7 @@ class Edges:
         if not len(vertices):
             return vertices, vertices
         rows = self._around(vertices, True, True, inserted=False)
-        moves = self._moves(rows, into=_mask(vertices, len(self.terms)))
+        moves = self.moves(rows, into=_mask(vertices, len(self.terms)))
         self._first = tuple(np.concatenate(pair) for pair in zip(self._first, moves))
         self.first = self._adjacency(self._first)
         return moves[2], moves[0]

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .path_edges import FOREVER, Adjacency, Edges, Terms
+from .path_reach import reach_columns
 
 #: A node key packs (root, node, state): vertex numbers below 2**27, states below 2**8.
 VERTEX_BITS, STATE_BITS = 27, 8
@@ -138,8 +139,33 @@ class Forest:
     def holds(self, keys: np.ndarray) -> np.ndarray:
         return isin(keys, self._sorted)
 
+    def reaches(self, root: np.ndarray, vertex: np.ndarray, finals: list[int]) -> np.ndarray:
+        """Whether the forest holds each (root, vertex) in one of the ``finals`` states."""
+        found = np.zeros(len(root), bool)
+        for final in finals:
+            found |= self.holds(node_keys(root, vertex, np.full(len(root), final, np.int64)))
+        return found
+
 
 _COLUMNS = ("root", "node", "state", "parent", "pstate", "ts")
+
+
+def reach_changes(terms: Terms, before: Forest, after: Forest, changed: np.ndarray) -> pa.Table:
+    """The reach rows that go (-1) and come (+1) among the ``changed`` nodes (a node whose entry
+    is the same after the step gives nothing): the change, not the whole trees twice."""
+    old, new = before.find(changed), after.find(changed)
+    old_entry, new_entry = before.entries(old), after.entries(new)
+    differ = (old < 0) != (new < 0)
+    for o, n in zip(old_entry, new_entry):
+        differ |= o != n
+    root, vertex, state = key_parts(changed)
+    parts = []
+    for rows, entry, sign in ((old, old_entry, -1), (new, new_entry, 1)):
+        on = differ & (rows >= 0)
+        parts.append((root[on], vertex[on], state[on], entry[0][on], entry[1][on], entry[2][on],
+                      np.full(int(on.sum()), sign, np.int64)))
+    root, vertex, state, parent, pstate, ts, sign = (np.concatenate(c) for c in zip(*parts))
+    return reach_columns(terms.decode(root), terms.decode(vertex), state, terms.decode(parent), pstate, ts, sign)
 
 
 @dataclass

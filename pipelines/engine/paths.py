@@ -76,8 +76,9 @@ from .flat_paths import flat_changes, is_flat
 from .lookup import Find, finder
 from .path_edges import (FOREVER, TRIPLE_SCHEMA, Adjacency, EdgeIndexes, Edges, Terms, Triple, ViewIndex, time_of, triple_keys,
                          triples, tuples)
-from .path_forest import Forest, Frontier, check_bounds, cut, isin, key_parts, key_roots, node_keys, pair_keys, pair_parts, walk
-from .path_reach import REACH_SCHEMA, pairs_table, reach_columns, reached
+from .path_forest import (Forest, Frontier, check_bounds, cut, isin, key_parts, key_roots, pair_keys, pair_parts, reach_changes,
+                          walk)
+from .path_reach import REACH_SCHEMA, pairs_table, reached
 from .zsets import binding_schema
 
 
@@ -146,7 +147,7 @@ class PathOperator:
         edges = Edges(views, inserted, deleted, self._symbol, self.symbols, terms)
         sharing = list(sharing)
         if self.flat and not initial and not sharing:       # every match one edge: no tree read, no walk
-            return flat_changes(path, self.moves, edges, deltas, find, indexes)
+            return flat_changes(path, self.trans[0], edges, deltas, find, indexes)
         inserted_list, deleted_list = tuples(inserted), tuples(deleted)
         roots, read_whole, members = self._roots(deltas, find, indexes, inserted_list, deleted_list)
         if not initial and not path.simple:
@@ -187,7 +188,7 @@ class PathOperator:
         for view in () if path.simple else (path, *sharing):
             out[view.id] = self._pair_changes(view, terms, before, forest, changed, active, root_codes,
                                               (was, now), initial)
-        return {**out, path.reach: _reach_changes(terms, before, forest, changed)}
+        return {**out, path.reach: reach_changes(terms, before, forest, changed)}
 
     # -- the frontier, the cut's suspects -------------------------------------------------------
     def _frontier(self, forest: Forest, roots: np.ndarray, edges: Edges, gone_roots: np.ndarray,
@@ -366,8 +367,8 @@ class PathOperator:
         at = np.searchsorted(roots, root)               # roots sorted: the step's, numbered in order
         zero = (vertex == root) & view.nullable
         held = [zero & (view.root is not None or m[np.minimum(at, len(m) - 1)]) for m in member]
-        was = np.zeros(len(root), bool) if initial else _reaches(before, root, vertex, self.finals) | held[0]
-        now = _reaches(after, root, vertex, self.finals) | held[1]
+        was = np.zeros(len(root), bool) if initial else before.reaches(root, vertex, self.finals) | held[0]
+        now = after.reaches(root, vertex, self.finals) | held[1]
         sign = now.astype(np.int64) - was.astype(np.int64)
         moved = sign != 0
         return pairs_table(view, terms.decode(root[moved]), terms.decode(vertex[moved]), sign[moved])
@@ -378,32 +379,6 @@ def _membership(terms: Terms, roots: np.ndarray, members: Mapping[str, tuple[boo
     the step; a root whose triples did not change is in both (it has a tree)."""
     both = [members.get(root, (True, True)) for root in terms.decode(roots).to_pylist()]
     return tuple(np.array([m[i] for m in both], bool).reshape(-1) for i in (0, 1))
-
-
-def _reaches(forest: Forest, root: np.ndarray, vertex: np.ndarray, finals: list[int]) -> np.ndarray:
-    """Whether ``forest`` holds each (root, vertex) in a final state."""
-    found = np.zeros(len(root), bool)
-    for final in finals:
-        found |= forest.holds(node_keys(root, vertex, np.full(len(root), final, np.int64)))
-    return found
-
-
-def _reach_changes(terms: Terms, before: Forest, after: Forest, changed: np.ndarray) -> pa.Table:
-    """The reach rows that go (-1) and come (+1) among the ``changed`` nodes (a node whose entry
-    is the same after the step gives nothing): the change, not the whole trees twice."""
-    old, new = before.find(changed), after.find(changed)
-    old_entry, new_entry = before.entries(old), after.entries(new)
-    differ = (old < 0) != (new < 0)
-    for o, n in zip(old_entry, new_entry):
-        differ |= o != n
-    root, vertex, state = key_parts(changed)
-    parts = []
-    for rows, entry, sign in ((old, old_entry, -1), (new, new_entry, 1)):
-        on = differ & (rows >= 0)
-        parts.append((root[on], vertex[on], state[on], entry[0][on], entry[1][on], entry[2][on],
-                      np.full(int(on.sum()), sign, np.int64)))
-    root, vertex, state, parent, pstate, ts, sign = (np.concatenate(c) for c in zip(*parts))
-    return reach_columns(terms.decode(root), terms.decode(vertex), state, terms.decode(parent), pstate, ts, sign)
 
 
 def _graph_after(views: list[ViewIndex], deleted: pa.Table) -> pa.Table:
