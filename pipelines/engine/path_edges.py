@@ -160,8 +160,18 @@ class Terms:
         return len(self._codes)
 
     def encode(self, values: pa.Array | pa.ChunkedArray | list[str]) -> np.ndarray:
-        """The numbers of ``values``, new ones numbered from the next free one."""
-        values = values if isinstance(values, list) else values.to_pylist()
+        """The numbers of ``values``, new ones numbered from the next free one. An Arrow column is
+        dictionary-encoded first, so each distinct string is hashed in Python once (a tree's rows
+        repeat its root in every row and a parent in each of its children's)."""
+        if isinstance(values, list):
+            return self._numbers(values)
+        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        if not len(values):
+            return np.zeros(0, np.int64)
+        encoded = pc.dictionary_encode(values)
+        return self._numbers(encoded.dictionary.to_pylist())[encoded.indices.to_numpy()]
+
+    def _numbers(self, values: list[str]) -> np.ndarray:
         codes = self._codes
         add = codes.setdefault
         return np.fromiter((add(v, len(codes)) for v in values), np.int64, len(values))
