@@ -11,7 +11,6 @@ switch backends in the middle, both ways, with time travel and the change feed c
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pyarrow as pa
 import pytest

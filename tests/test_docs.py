@@ -16,7 +16,6 @@ with the CLI's parser (so they name no option that does not exist).
 from __future__ import annotations
 
 import io
-import os
 import re
 import shlex
 import subprocess

@@ -21,7 +21,6 @@ from datetime import datetime, timezone
 import pyarrow.compute as pc
 import pytest
 
-from pipelines import catalog
 from pipelines.answers import answers, windows as window_log
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner

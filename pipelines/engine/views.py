@@ -57,11 +57,11 @@ class _Match:
 def _match(view: ViewDef) -> _Match:
     first: dict[str, str] = {}
     repeats = []
-    for position, column in view.positions:
-        if column in first:
-            repeats.append((position, first[column]))
+    for position, name in view.positions:
+        if name in first:
+            repeats.append((position, first[name]))
         else:
-            first[column] = position
+            first[name] = position
     constants = tuple((position, constant) for position, constant in (("s", view.s), ("p", view.p), ("o", view.o))
                       if constant is not None)
     return _Match(constants, tuple(repeats), first)

@@ -41,4 +41,4 @@ def open_store(root: str, spark=None, backend: str | None = None) -> TableStore:
     raise StorageError(f"unknown storage backend {choice!r}; choose one of {', '.join(BACKENDS)} or auto")
 
 
-__all__ = ["Data", "StorageError", "TableNotFound", "TableStore", "Txn", "open_store", "quote", "BACKENDS"]
+__all__ = ["Data", "StorageError", "TableNotFound", "TableStore", "Txn", "open_store", "quote", "clear_spark_out", "BACKENDS"]
