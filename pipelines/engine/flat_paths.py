@@ -4,10 +4,10 @@
 Its automaton moves only from the start, into states no move leaves, so each root's tree is flat:
 a node ``(v, q)`` hangs off the root's start, with the latest time among the edges that move the
 start to it. A node's entry therefore depends on the edges between the root and ``v`` alone. The
-step finds the (root, vertex) pairs a changed edge joins, reads the reach rows of those pairs only,
-and takes their entries after the step from the edges between the two (an inserted edge outside
-windows needs none: the node is there, at no time), so that no tree is read whole and no walk
-runs. The rows are those the general walk (:mod:`.paths`) keeps: it makes the backfill (the step
+step finds the (root, vertex) pairs a changed edge joins, reads the reach rows of those pairs (looked
+up by root, then picked), and takes their entries after the step from the edges between the two
+(an inserted edge outside windows needs none: the node is there, at no time), so that no walk
+runs; pairs and nodes are integer-coded arrays, as in the walk (:mod:`.path_forest`). The rows are those the general walk (:mod:`.paths`) keeps: it makes the backfill (the step
 from nothing) and keeps the views this step leaves to it, those whose roots come from another
 pattern's bindings (a root that comes or goes takes its whole tree) and simple paths.
 """
