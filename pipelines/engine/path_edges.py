@@ -168,7 +168,7 @@ class Terms:
         values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
         if not len(values):
             return np.zeros(0, np.int64)
-        encoded = pc.dictionary_encode(values)
+        encoded = pc.dictionary_encode(values, null_encoding="encode")     # a null numbered as before
         return self._numbers(encoded.dictionary.to_pylist())[encoded.indices.to_numpy()]
 
     def _numbers(self, values: list[str]) -> np.ndarray:
