@@ -4,11 +4,12 @@
 Its automaton moves only from the start, into states no move leaves, so each root's tree is flat:
 a node ``(v, q)`` hangs off the root's start, with the latest time among the edges that move the
 start to it. A node's entry therefore depends on the edges between the root and ``v`` alone. The
-step finds the (root, vertex) pairs a changed edge joins, reads the reach rows of those pairs (looked
-up by root, then picked), and takes their entries after the step from the edges between the two
-(an inserted edge outside windows needs none: the node is there, at no time), so that no walk
-runs; pairs and nodes are integer-coded arrays, as in the walk (:mod:`.path_forest`). The rows are those the general walk (:mod:`.paths`) keeps: it makes the backfill (the step
-from nothing) and keeps the views this step leaves to it, those whose roots come from another
+step finds the (root, vertex) pairs a changed edge joins, reads the reach rows of those pairs
+(looked up by root, then picked), and takes their entries after the step from the edges between
+the two (an inserted edge outside windows needs none: the node is there, at no time), so that no
+walk runs; pairs and nodes are integer-coded arrays, as in the walk (:mod:`.path_forest`). The
+rows are those the general walk (:mod:`.paths`) keeps: it makes the backfill (the step from
+nothing) and keeps the views this step leaves to it, those whose roots come from another
 pattern's bindings (a root that comes or goes takes its whole tree) and simple paths.
 """
 from __future__ import annotations
@@ -23,7 +24,7 @@ from views.path_views import PathDef
 
 from .lookup import Find
 from .path_edges import FOREVER, EdgeIndexes, Edges, Terms
-from .path_forest import Forest, isin, key_parts, node_keys, pair_keys, pair_parts, reach_changes
+from .path_forest import Forest, isin, key_pairs, key_parts, latest, node_keys, pair_keys, pair_parts, reach_changes
 from .path_reach import pairs_table, reached
 
 Moves = Mapping[tuple[int, tuple[str, str]], int]       # (state, symbol) -> next state
@@ -45,8 +46,8 @@ def flat_changes(path: PathDef, start: np.ndarray, edges: Edges, deltas: Mapping
     60 µs a changed edge at 1M edges."""
     terms = edges.terms
     root = None if path.root is None else terms.encode([path.root])[0]
-    fresh, lost = (_nodes(edges.moves(rows), start, root) for rows in (edges.inserted, edges.deleted))
-    pairs = [pair_keys(*key_parts(np.concatenate([fresh, lost]))[:2])]
+    fresh, lost = _nodes(edges.inserted_moves, start, root), _nodes(edges.moves(edges.deleted), start, root)
+    pairs = [key_pairs(np.concatenate([fresh, lost]))]
     # a zero-length pair comes and goes with its node's membership of the graph
     members = indexes.members(path.nodes, deltas.get(path.nodes), ("v0", "v2"), set()) \
         if path.nullable and path.root is None and path.nodes else {}
@@ -62,7 +63,7 @@ def flat_changes(path: PathDef, start: np.ndarray, edges: Edges, deltas: Mapping
     # deleted edge joins, and under windows all (an inserted edge can raise a node's time); a
     # minimal automaton of one-edge matches moves its start to one state, so an inserted edge
     # leaves its pair's node there whatever else the step deleted
-    inserted = np.unique(pair_keys(*key_parts(fresh)[:2]))
+    inserted = np.unique(key_pairs(fresh))
     kept = np.zeros(len(pairs), bool) if path.stamped else isin(pairs, inserted)
     after = _after(before, _counted(start, edges, pairs[~kept]), fresh, pairs[kept])
     reach = reach_changes(terms, before, after, np.union1d(before.keys, after.keys))
@@ -116,11 +117,7 @@ def _counted(start: np.ndarray, edges: Edges, pairs: np.ndarray) -> Forest:
     src, state = roots[which], start[sym]
     keep = (state >= 0) & isin(pair_keys(src, dst), pairs)
     src, dst, state, ts = src[keep], dst[keep], state[keep], ts[keep]
-    keys = node_keys(src, dst, state)
-    order = np.lexsort((-ts, keys))            # per node, the latest time first
-    first = np.ones(len(order), bool)
-    first[1:] = keys[order][1:] != keys[order][:-1]
-    best = order[first]
+    best = latest(node_keys(src, dst, state), ts)
     return Forest(src[best], dst[best], state[best], src[best], np.zeros(len(best), np.int64), ts[best])
 
 
@@ -129,7 +126,7 @@ def _after(before: Forest, counted: Forest, fresh: np.ndarray, kept: np.ndarray)
     (an inserted edge joins them, outside windows) the nodes they held with the ``fresh`` ones
     the inserted edges add, at no time, off the root's start."""
     held = isin(pair_keys(before.root, before.node), kept)
-    new = fresh[isin(pair_keys(*key_parts(fresh)[:2]), kept) & ~before.holds(fresh)]
+    new = fresh[isin(key_pairs(fresh), kept) & ~before.holds(fresh)]
     root, node, state = key_parts(new)
     columns = [(before.root[held], before.node[held], before.state[held], before.parent[held],
                 before.pstate[held], before.ts[held]),

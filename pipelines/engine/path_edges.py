@@ -270,7 +270,8 @@ class Edges:
         self.inserted, self.deleted = inserted, deleted
         self._deleted_keys = triple_keys(deleted) if deleted.num_rows else None
         self.out = Adjacency()
-        self._first = self.moves(inserted)
+        self.inserted_moves = self.moves(inserted)     # (source, symbol, target, time), as :meth:`moves`
+        self._first = self.inserted_moves
         self.first = self._adjacency(self._first)
 
     def moves(self, rows: pa.Table, out_of: np.ndarray | None = None,

@@ -42,6 +42,20 @@ def key_roots(keys: np.ndarray) -> np.ndarray:
     return keys >> (VERTEX_BITS + STATE_BITS)
 
 
+def key_pairs(keys: np.ndarray) -> np.ndarray:
+    """The (root, vertex) pair keys (:func:`pair_keys`) of node keys: the state dropped."""
+    return keys >> STATE_BITS
+
+
+def latest(keys: np.ndarray, time: np.ndarray) -> np.ndarray:
+    """One position per distinct key of ``keys``: the one with the latest ``time``, the first such
+    on a tie (a deterministic witness)."""
+    order = np.lexsort((-time, keys))
+    first = np.ones(len(order), bool)
+    first[1:] = keys[order][1:] != keys[order][:-1]
+    return order[first]
+
+
 def pair_keys(root: np.ndarray, vertex: np.ndarray) -> np.ndarray:
     """One integer per (root, vertex) pair."""
     return (root << VERTEX_BITS) | vertex
@@ -204,11 +218,7 @@ def walk(forest: Forest, edges: Edges, trans: np.ndarray, leaving: np.ndarray, f
         which, dst, root, state = which[keep], dst[keep], root[keep], state[keep]
         time = np.minimum(frontier.ts[which], ts[keep])
         keys = node_keys(root, dst, state)
-        # per node the latest time, the first such move on a tie (a deterministic witness)
-        order = np.lexsort((-time, keys))
-        first = np.ones(len(order), bool)
-        first[1:] = keys[order][1:] != keys[order][:-1]
-        best = order[first]
+        best = latest(keys, time)                                   # per node, its best move
         keys, rows = keys[best], forest.find(keys[best])
         better = time[best] > forest.entries(rows)[2]
         best, keys, rows = best[better], keys[better], rows[better]
