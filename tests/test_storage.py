@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pytest
 
-from pipelines.storage import StorageError, TableNotFound, Txn, open_store
+from pipelines.storage import StorageError, TableNotFound, Txn, delta_rs, delta_spark, open_store
 from schemas import tables as S
 
 SCHEMA = pa.schema([pa.field("k", pa.string(), nullable=False), pa.field("_mult", pa.int64(), nullable=False)])
@@ -20,6 +20,14 @@ SCHEMA = pa.schema([pa.field("k", pa.string(), nullable=False), pa.field("_mult"
 def store(tmp_path, spark, backend):
     """Every test of this module runs on each backend (overrides conftest's delta-rs store)."""
     return open_store(str(tmp_path / "lake"), spark, backend=backend)
+
+
+@pytest.fixture
+def short_log(monkeypatch):
+    """New tables make a checkpoint every four commits (ten by default) on either backend, so a
+    test crosses checkpoints in a few commits: each is a Spark job on delta-spark."""
+    monkeypatch.setattr(delta_rs, "_NEW_TABLE", {**delta_rs._NEW_TABLE, "delta.checkpointInterval": "4"})
+    monkeypatch.setattr(delta_spark, "TABLE_PROPERTIES", {**delta_spark.TABLE_PROPERTIES, "delta.checkpointInterval": "4"})
 
 
 def rows(table: pa.Table) -> dict:
@@ -281,37 +289,38 @@ def test_appends_inside_a_run_take_the_next_free_version_after_another_writers(s
     assert other.committed("t", "run") == 2
 
 
-def test_a_long_run_of_appends_reads_right_at_every_version_across_checkpoints(store, spark, tmp_path):
-    """25 appends in one run (checkpoints at versions 10 and 20), each checked at once through the
+def test_a_long_run_of_appends_reads_right_at_every_version_across_checkpoints(store, spark, tmp_path, short_log):
+    """Ten appends in one run (checkpoints at versions 4 and 8), each checked at once through the
     store and, at the end, every version through a fresh store: rows, row counts, app transactions
     and the files' statistics (string bounds too, for file skipping)."""
     store.create("t", SCHEMA)
     with store.writing():
-        for i in range(1, 26):
+        for i in range(1, 11):
             data = pa.table({"k": [f"k{i:02d}", f"x{i:02d}"], "_mult": [i, -i]}, schema=SCHEMA)
             assert store.append("t", data, Txn("run", i))
             assert not store.append("t", data, Txn("run", i))
             assert store.version("t") == i and store.row_count("t") == 2 * i
             assert rows(store.read_arrow("t", i))[f"k{i:02d}"] == i
     fresh = open_store(str(tmp_path / "lake"), spark, backend=store.backend)
-    assert fresh.version("t") == 25 and fresh.committed("t", "run") == 25
-    for version in (1, 9, 10, 11, 20, 25):
+    assert fresh.version("t") == 10 and fresh.committed("t", "run") == 10
+    assert sorted(int(c.name.split(".")[0]) for c in (tmp_path / "lake" / "t" / "_delta_log").glob("*.checkpoint.parquet")) == [4, 8]
+    for version in (1, 3, 4, 5, 8, 10):
         assert rows(fresh.read_arrow("t", version)) == {
             **{f"k{i:02d}": i for i in range(1, version + 1)}, **{f"x{i:02d}": -i for i in range(1, version + 1)}}
-    assert sorted(r["k"] for r in fresh.changes("t", 25).to_pylist()) == ["k25", "x25"]
+    assert sorted(r["k"] for r in fresh.changes("t", 10).to_pylist()) == ["k10", "x10"]
     from deltalake import DeltaTable
     adds = pa.RecordBatchReader.from_stream(DeltaTable(store.path("t")).get_add_actions(flatten=True)).read_all()
     adds = adds.to_pylist()
-    assert sum(a["num_records"] for a in adds) == 50
+    assert sum(a["num_records"] for a in adds) == 20
     assert all(a["min.k"] is not None and a["min.k"] <= a["max.k"] for a in adds)
 
 
-def test_commit_files_past_the_log_retention_go_at_the_next_checkpoint(store, spark, tmp_path):
+def test_commit_files_past_the_log_retention_go_at_the_next_checkpoint(store, spark, tmp_path, short_log):
     """Delta keeps a table's commit files for its log retention (30 days by default) and removes
     older ones when a writer makes a checkpoint, so a lake's logs stay within its time-travel
     horizon however long it runs (a commit per table per batch). The delta-rs store commits most
-    versions itself, so it must do what delta-rs's writes do: commits 0-11, aged past the
-    retention, go at the checkpoint of version 20, and stay in a table whose
+    versions itself, so it must do what delta-rs's writes do: commits 0-5, aged past the
+    retention, go at the checkpoint of version 8, and stay in a table whose
     ``delta.enableExpiredLogCleanup`` is false. delta-spark's commits are Spark's, whose Delta
     writer keeps its log by rules of its own (it kept these). On both, the tables read the same
     through a fresh store, at their newest version and at those the retention keeps."""
@@ -322,8 +331,8 @@ def test_commit_files_past_the_log_retention_go_at_the_next_checkpoint(store, sp
     logs = {name: tmp_path / "lake" / name / "_delta_log" for name in ("t", "kept")}
     first = {"t": 1, "kept": 2}   # the property's commit is version 1 of "kept"
     with store.writing():
-        for i in range(1, 21):
-            if i == 12:   # every log entry so far (the checkpoint of 10 too) written 40 days ago
+        for i in range(1, 9):
+            if i == 6:   # every log entry so far (the checkpoint of 4 too) written 40 days ago
                 aged = time.time() - 40 * 86400
                 for entry in [*logs["t"].iterdir(), *logs["kept"].iterdir()]:
                     os.utime(entry, (aged, aged))
@@ -333,25 +342,26 @@ def test_commit_files_past_the_log_retention_go_at_the_next_checkpoint(store, sp
                     assert store.append(name, data, Txn("run", i))
     kept = {name: {int(e.name.split(".")[0]) for e in log.iterdir() if e.name.endswith(".json")}
             for name, log in logs.items()}
-    assert set(range(12, 21)) <= kept["t"] and kept["kept"] == set(range(21))
+    assert set(range(6, 9)) <= kept["t"] and kept["kept"] == set(range(9))
     if store.backend == "delta-rs":
-        assert not kept["t"] & set(range(10))
+        assert not kept["t"] & set(range(4))
     fresh = open_store(str(tmp_path / "lake"), spark, backend=store.backend)
     for name in ("t", "kept"):
-        assert fresh.version(name) == 20 and fresh.committed(name, "run") == 20
-        for version in (15, 20):
+        assert fresh.version(name) == 8 and fresh.committed(name, "run") == 8
+        for version in (7, 8):
             assert rows(fresh.read_arrow(name, version)) == {f"k{i:02d}": i for i in range(first[name], version + 1)}
 
 
-def test_overwrites_and_appends_in_one_run_read_right_at_every_version(store, spark, tmp_path):
-    """Random appends and overwrites (empty ones too) in one run, where the delta-rs store commits
-    both itself and keeps the table's files from its own commits: every version through a fresh
-    store, and the change feed of each overwrite (the old rows deleted, the new ones inserted)."""
+def test_overwrites_and_appends_in_one_run_read_right_at_every_version(store, spark, tmp_path, short_log):
+    """Random appends and overwrites (empty ones too) in one run, across checkpoints (4, 8, 12),
+    where the delta-rs store commits both itself and keeps the table's files from its own commits:
+    every version through a fresh store, and the change feed of each overwrite (the old rows
+    deleted, the new ones inserted)."""
     rng = random.Random(7)
     store.create("t", SCHEMA)
     model, versions = {}, {0: {}}
     with store.writing():
-        for i in range(1, 24):
+        for i in range(1, 13):
             data = {f"k{i}.{j}": rng.randint(1, 9) for j in range(rng.randint(0, 3))}
             table = pa.table({"k": list(data), "_mult": list(data.values())}, schema=SCHEMA)
             if rng.random() < 0.4:
@@ -367,7 +377,7 @@ def test_overwrites_and_appends_in_one_run_read_right_at_every_version(store, sp
     for version, expected in versions.items():
         assert rows(fresh.read_arrow("t", version)) == expected and fresh.row_count("t", version) == len(expected)
     feed = fresh.changes("t", 1)
-    for version in range(1, 24):
+    for version in range(1, 13):
         seen = {(r["_change_type"], r["k"]) for r in feed.to_pylist() if r["_commit_version"] == version}
         before, after = versions[version - 1], versions[version]
         assert {k for c, k in seen if c == "insert"} == set(after) - set(before)
