@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,13 +32,16 @@ def snapshot(root: Path, ignore: tuple[str, ...] = ()) -> dict[str, list[str]]:
     """Every table's rows as sorted reprs (bags: row order is not content), without
     :data:`WRITE_TIMES` and the columns ``ignore``."""
     store = DeltaRsStore(str(root))
-    out = {}
-    for name in store.tables():
+
+    def rows_of(name: str) -> list[str]:
         table = store.read_arrow(name)
         drop = [c for c in WRITE_TIMES + ignore if c in table.schema.names]
         rows = table.drop_columns(drop).to_pylist()
-        out[name] = sorted(map(repr, _unpacked(rows) if name == WINDOW_STATE else rows))
-    return out
+        return sorted(map(repr, _unpacked(rows) if name == WINDOW_STATE else rows))
+
+    names = store.tables()
+    with ThreadPoolExecutor(4) as pool:     # a lake's dozens of small reads, waiting on files
+        return dict(zip(names, pool.map(rows_of, names)))
 
 
 def _unpacked(rows: list[dict]) -> list[dict]:
