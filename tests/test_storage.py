@@ -26,8 +26,9 @@ def store(tmp_path, spark, backend):
 def short_log(monkeypatch):
     """New tables make a checkpoint every four commits (ten by default) on either backend, so a
     test crosses checkpoints in a few commits: each is a Spark job on delta-spark."""
-    monkeypatch.setattr(delta_rs, "_NEW_TABLE", {**delta_rs._NEW_TABLE, "delta.checkpointInterval": "4"})
-    monkeypatch.setattr(delta_spark, "TABLE_PROPERTIES", {**delta_spark.TABLE_PROPERTIES, "delta.checkpointInterval": "4"})
+    every = {"delta.checkpointInterval": "4"}
+    monkeypatch.setattr(delta_rs, "_NEW_TABLE", {**delta_rs._NEW_TABLE, **every})
+    monkeypatch.setattr(delta_spark, "TABLE_PROPERTIES", {**delta_spark.TABLE_PROPERTIES, **every})
 
 
 def rows(table: pa.Table) -> dict:
@@ -303,7 +304,8 @@ def test_a_long_run_of_appends_reads_right_at_every_version_across_checkpoints(s
             assert rows(store.read_arrow("t", i))[f"k{i:02d}"] == i
     fresh = open_store(str(tmp_path / "lake"), spark, backend=store.backend)
     assert fresh.version("t") == 10 and fresh.committed("t", "run") == 10
-    assert sorted(int(c.name.split(".")[0]) for c in (tmp_path / "lake" / "t" / "_delta_log").glob("*.checkpoint.parquet")) == [4, 8]
+    checkpoints = (tmp_path / "lake" / "t" / "_delta_log").glob("*.checkpoint.parquet")
+    assert sorted(int(c.name.split(".")[0]) for c in checkpoints) == [4, 8]
     for version in (1, 3, 4, 5, 8, 10):
         assert rows(fresh.read_arrow("t", version)) == {
             **{f"k{i:02d}": i for i in range(1, version + 1)}, **{f"x{i:02d}": -i for i in range(1, version + 1)}}
