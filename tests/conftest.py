@@ -1,12 +1,62 @@
-"""Shared fixtures: one Spark session for the whole test run, a fresh lake per test."""
+"""Shared fixtures: one Spark session for the whole test run, a fresh lake per test.
+
+The suite runs on two pytest-xdist workers (``-n 2 --dist loadgroup`` in ``pyproject.toml``). Every
+test module that asks for the Spark session (directly or through ``store``, ``backend``, a replay)
+runs on one worker, as the group ``spark``, so the run still starts one session; the other modules,
+each a group so that its module fixtures are built once, share both workers. Half of the suite's wall
+time was waiting (on subprocesses, a JVM, a cluster's daemons), which the other worker now fills.
+A test that must run without Spark takes ``no_spark``, a Spark source any use of which fails it; a
+test outside the group that starts a session anyway fails too, saying so, rather than quietly
+starting a second one on the other worker.
+"""
 from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from pathlib import Path
 
 import pytest
 
-from pipelines.spark import get_spark, has_delta_jars
+from pipelines.spark import LazySpark, get_spark, has_delta_jars
 from pipelines.storage import BACKENDS, open_store
 
 JARS_MISSING = "Delta Lake jars missing: run scripts/setup.sh (python -m pipelines.delta_jars)"
+
+
+SPARK_GROUP = "spark"
+
+
+@pytest.hookimpl(tryfirst=True)     # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each module as an xdist group: ``spark`` when any of its tests asks for the session, else
+    its own. A whole module, not each test, since some pick a fixture by name as they run (a replay
+    on either engine), which pytest cannot see they ask for: their module's other tests carry them."""
+    modules: dict[str, list[pytest.Item]] = defaultdict(list)
+    for item in items:
+        modules[item.nodeid.split("::")[0]].append(item)
+    for module, tests in modules.items():
+        group = SPARK_GROUP if any("spark" in t.fixturenames for t in tests) else Path(module).stem
+        for item in tests:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _spark_running() -> bool:
+    if "pyspark" not in sys.modules:
+        return False
+    from pyspark import SparkContext
+    return SparkContext._active_spark_context is not None
+
+
+@pytest.fixture(autouse=True)
+def _spark_only_in_its_group(request: pytest.FixtureRequest):
+    """Fails a test outside the ``spark`` group that starts a Spark session: on the worker without
+    one it would start a second JVM; it should ask for the ``spark`` fixture instead."""
+    before = _spark_running()
+    yield
+    marks = [m.args[0] for m in request.node.iter_markers("xdist_group")]
+    if not before and _spark_running() and SPARK_GROUP not in marks:
+        pytest.fail(f"{request.node.nodeid} started Spark without the spark fixture: ask for it, "
+                    "so that the test runs in the one Spark session's group")
 
 
 @pytest.fixture(scope="session")
@@ -14,6 +64,15 @@ def spark():
     """The one Spark session of the run (starting one costs seconds; sharing keeps CI short)."""
     session = get_spark("local[2]")
     yield session
+
+
+@pytest.fixture(scope="session")
+def no_spark() -> LazySpark:
+    """A Spark source for a test whose lake must not need Spark (the Arrow engine, delta-rs): any
+    use of it fails the test, as a command given no session would start one (``LazySpark``)."""
+    def refuse():
+        pytest.fail("Spark was used where the test said it is not needed: ask for the spark fixture")
+    return LazySpark(refuse)
 
 
 @pytest.fixture

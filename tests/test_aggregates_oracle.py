@@ -142,7 +142,10 @@ def arrow_vectors_replay(tmp_path_factory, spark):
 
 
 @pytest.fixture
-def replay(request):
+def replay(request, spark):
+    """The replay named by the parameter; it asks for ``spark`` itself, since the replays it picks
+    by name at run time are not among the fixtures pytest sees the test ask for (``conftest``
+    groups the module with the Spark session's by those)."""
     return request.getfixturevalue(f"{request.param}_replay")
 
 

@@ -104,27 +104,27 @@ class CopiedAfterEachCommit(EachCommit, DeltaRsStore):
 
 
 @pytest.fixture(scope="module")
-def prepared(tmp_path_factory, spark):
+def prepared(tmp_path_factory, no_spark):
     """A lake with the queries registered, one batch done, and two files waiting in bronze."""
     root = tmp_path_factory.mktemp("crash")
     lake = root / "lake"
-    store = DeltaRsStore(str(lake), spark)
+    store = DeltaRsStore(str(lake), no_spark)
     stream = Stream(seed=11, batch_size=40)
     ingest_paths(store, [str(Stream.write(root / "l0.jsonl", stream.next_batch()))])
     for name, text in QUERIES.items():
         header = f"REGISTER STREAM {name} AS\n" if text.startswith("CONSTRUCT") else ""
-        register(store, spark, compile_query(parse_query(header + PREFIXES + text, name), name))
-    Runner(store, spark).run()
+        register(store, no_spark, compile_query(parse_query(header + PREFIXES + text, name), name))
+    Runner(store, no_spark).run()
     for i in (1, 2):
         ingest_paths(store, [str(Stream.write(root / f"l{i}.jsonl", stream.next_batch()))])
     reference = root / "reference"
     shutil.copytree(lake, reference)
-    Runner(DeltaRsStore(str(reference), spark), spark).run(max_rows=40)
+    Runner(DeltaRsStore(str(reference), no_spark), no_spark).run(max_rows=40)
     return lake, reference
 
 
 @pytest.mark.parametrize("vectors", [False, True], ids=["rewritten", "merged-by-deletion-vectors"])
-def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepared, spark, tmp_path, monkeypatch, vectors):
+def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepared, no_spark, tmp_path, monkeypatch, vectors):
     """``vectors``: every consolidated table (gold, partial embeddings, bags) MERGEd by deletion
     vectors, as a table past ``REWRITE_MAX_ROWS`` is, in the crashed run and the re-run."""
     if vectors:
@@ -134,11 +134,11 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
     expected = snapshot(reference)
     run = tmp_path / "run"
     shutil.copytree(lake, run)
-    store = CopiedAfterEachCommit(str(run), spark, tmp_path)
-    Runner(store, spark).run(max_rows=40)
+    store = CopiedAfterEachCommit(str(run), no_spark, tmp_path)
+    Runner(store, no_spark).run(max_rows=40)
     assert snapshot(run) == expected
     for number, crashed in enumerate(store.copies, 1):
-        Runner(DeltaRsStore(str(crashed), spark), spark).run(max_rows=40)
+        Runner(DeltaRsStore(str(crashed), no_spark), no_spark).run(max_rows=40)
         assert snapshot(crashed) == expected, f"re-run after a crash at commit {number} differs"
     assert not vectors or list(run.glob("gold_*/deletion_vector_*.bin")), "no row was marked deleted"
     # two batches, each: plan row, views, partial embeddings, bag, gold, changes, and for the
@@ -158,7 +158,7 @@ def test_a_crash_between_any_two_commits_then_rerun_equals_uninterrupted(prepare
     assert done.read_arrow(path.reach).num_rows and len(done.history(path.reach)) >= 3
 
 
-def test_batches_cut_inside_a_bronze_version_read_its_rest_and_the_next_reads_only_new_versions(spark, tmp_path):
+def test_batches_cut_inside_a_bronze_version_read_its_rest_and_the_next_reads_only_new_versions(no_spark, tmp_path):
     """A batch that leaves rows of its last bronze version (``--max-rows``) says so, and the next
     reads that version again; one that takes them all lets the next read from the version after.
     The answers are those of one batch over everything either way."""
@@ -166,16 +166,16 @@ def test_batches_cut_inside_a_bronze_version_read_its_rest_and_the_next_reads_on
     files = [Stream.write(tmp_path / f"b{i}.jsonl", stream.next_batch()) for i in (0, 1)]
     lakes, reads = {}, {}
     for how in ("cut", "whole"):
-        store = DeltaRsStore(str(tmp_path / how), spark)
+        store = DeltaRsStore(str(tmp_path / how), no_spark)
         feed = store.changes
         store.changes = lambda name, start, end=None, how=how: (reads.setdefault(how, []).append(start),
                                                                   feed(name, start, end))[1]
-        register(store, spark, compile_query(parse_query(PREFIXES + QUERIES["chain"], "chain"), "chain"))
+        register(store, no_spark, compile_query(parse_query(PREFIXES + QUERIES["chain"], "chain"), "chain"))
         ingest_paths(store, [str(files[0])])
         for _ in range(3 if how == "cut" else 1):     # one batch a run: the next run reads the rest
-            Runner(store, spark).run(max_rows=25 if how == "cut" else None, max_batches=1)
+            Runner(store, no_spark).run(max_rows=25 if how == "cut" else None, max_batches=1)
         ingest_paths(store, [str(files[1])])
-        Runner(store, spark).run()
+        Runner(store, no_spark).run()
         lakes[how] = BatchLog(store).records("done")
     cut, whole = lakes["cut"], lakes["whole"]
     first = cut[1].bronze_to
