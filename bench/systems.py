@@ -399,6 +399,14 @@ class DuckDBRecompute:
         self.db.execute("INSERT INTO graph SELECT s, p, o FROM last WHERE op = '+'")
         self.db.unregister("messages")
 
+    def replay(self, queries: list[BenchQuery], batch_paths: list[Path]) -> None:
+        """Every batch merged, then each query run once: the answers after the last batch, for a
+        check that does not time a re-run per batch (``python -m bench.growth``)."""
+        self.queries = queries
+        for path in batch_paths:
+            self.merge(path)
+        self.current = {q.name: self._evaluate(q) for q in queries}
+
     def apply(self, batch_path: Path) -> BatchTiming:
         apply_s = _timed(lambda: self.merge(batch_path))[0]
         parts, changes = _recompute_all(self.queries, self._evaluate, self.current)
