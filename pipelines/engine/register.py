@@ -28,7 +28,7 @@ from .held import held_tables
 from .paths import path_backfill, path_tables
 from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
 from .step import change_rows, changes_schema, gold_schema
-from .views import triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow
+from .views import for_views_arrow, triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow
 from .window_state import last_progress
 from .windowed import forget_state, forget_windows, run_windowed, window_tables, write_windows
 from .windows import Progress
@@ -64,7 +64,8 @@ def _fill_views(store: TableStore, z: ZSetEngine, at: BatchRecord, views: list[V
     """Create ``views`` filled from the graph bronze holds at checkpoint ``at``, on engine ``z``."""
     if z.name == "arrow":
         bronze = store.read_arrow(BRONZE, at.bronze_to, columns=["seq", "op", "s", "p", "o"])
-        graph = triples_in_graph_arrow(bronze.filter(pc.less_equal(bronze["seq"], at.seq_to)))
+        bronze = bronze.filter(pc.less_equal(bronze["seq"], at.seq_to))
+        graph = triples_in_graph_arrow(for_views_arrow(bronze, views))
         rows = {view.id: view_rows_arrow(graph, view, z.where) for view in views}
     else:
         from pyspark.sql import functions as F
