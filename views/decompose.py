@@ -21,12 +21,14 @@
   on its variables come first, then a breadth-first walk of the overlapping-subqueries graph; each
   star's triples are appended as it is reached. Every next triple then shares a variable with those
   already joined, so no step is a Cartesian product.
+* **A backfill's order** (:func:`cheapest_order`): of the delta orders, the one whose joins are
+  estimated to build the fewest rows, from the patterns' row and distinct-value counts.
 """
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from .model import TriplePattern
 
@@ -145,3 +147,32 @@ def delta_orders(patterns: Sequence[TriplePattern]) -> tuple[tuple[int, ...], ..
         order.update(dict.fromkeys(range(len(patterns))))      # a ground part: the rest, in order
         orders.append(tuple(order))
     return tuple(orders)
+
+
+#: A pattern's rows and the distinct values of each of its variables, as a backfill reads them.
+PatternSize = tuple[int, Mapping[str, int]]
+
+
+def cheapest_order(orders: Sequence[tuple[int, ...]], sizes: Sequence[PatternSize]) -> tuple[int, ...]:
+    """Of ``orders`` (each joining every pattern), the one whose joins build the fewest rows in all,
+    as estimated from ``sizes`` (per pattern): a join of ``R`` and ``S`` on variables ``X`` gives
+    ``|R| |S| / prod(max(V(R, x), V(S, x)))`` rows, a variable keeping the fewer distinct values of
+    the two. The first order wins a tie. A backfill joins whole views, where a bad order costs: the
+    4-cycle's first order joined 212,815 (student, department, course) rows with a department's
+    professors, 7.6M rows, before the courses they teach cut them back to 220,000."""
+    def cost(order: tuple[int, ...]) -> float:
+        rows, distinct = float(sizes[order[0]][0]), dict(sizes[order[0]][1])
+        built = 0.0
+        for j in order[1:]:
+            more, values = sizes[j]
+            shared = [x for x in values if x in distinct]
+            divisor = 1.0
+            for x in shared:
+                divisor *= max(distinct[x], values[x], 1)
+            rows = rows * more / divisor
+            for x, n in values.items():
+                distinct[x] = min(distinct[x], n) if x in distinct else n
+            distinct = {x: min(n, max(rows, 1.0)) for x, n in distinct.items()}
+            built += rows
+        return built
+    return min(orders, key=cost)

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.tables import MULT
+from views.decompose import PatternSize
 
 Key = TypeVar("Key")
 _KEY = "_k"          # a constant join key: Acero has no cross join, so a product joins on it
@@ -108,6 +109,9 @@ class ArrowZSets:
 
     def from_arrow(self, table: pa.Table) -> pa.Table:
         return table
+
+    def size(self, frame: pa.Table) -> PatternSize:
+        return frame.num_rows, {c: pc.count_distinct(frame[c]).as_py() for c in data_columns(frame)}
 
     def rename(self, frame: pa.Table, pairs: Sequence[tuple[str, str]]) -> pa.Table:
         return pa.table([frame[old] for old, _ in pairs] + [frame[MULT]], names=[new for _, new in pairs] + [MULT])

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 import pyarrow as pa
 
 from schemas.tables import MULT
+from views.decompose import cheapest_order
 from views.plan import Component, QueryPlan
 
 from ..lake import bag_table, pe_table, sums_table
@@ -91,12 +92,14 @@ def component_delta(z: ZSetEngine, component: Component, delta: Callable[[str], 
 
 
 def component_full(z: ZSetEngine, component: Component) -> Frame:
-    """All embeddings of a component from the views ``z.read`` gives (backfill)."""
-    frames = [z.rename(z.read(component.patterns[j].view), component.patterns[j].bind)
-              for j in component.delta_orders[0]]
-    frame = frames[0]
-    for other in frames[1:]:
-        frame = z.join(frame, other)
+    """All embeddings of a component from the views ``z.read`` gives (backfill), joined in the
+    order estimated to build the fewest rows where the engine counts them without a job."""
+    frames = [z.rename(z.read(p.view), p.bind) for p in component.patterns]
+    sizes = [z.size(frame) for frame in frames]
+    order = component.delta_orders[0] if None in sizes else cheapest_order(component.delta_orders, sizes)
+    frame = frames[order[0]]
+    for j in order[1:]:
+        frame = z.join(frame, frames[j])
     return z.consolidate(z.where(frame, component.filter_sql), component.variables)
 
 

@@ -21,6 +21,7 @@ from typing import Generic, Mapping, Protocol, Sequence, TypeVar
 import pyarrow as pa
 
 from schemas.tables import MULT
+from views.decompose import PatternSize
 
 Frame = TypeVar("Frame")
 Key = TypeVar("Key")
@@ -54,6 +55,11 @@ class ZSetEngine(Protocol, Generic[Frame]):
 
     def from_arrow(self, table: pa.Table) -> Frame:
         """An Arrow Z-set (a view's change, say) as a frame."""
+
+    def size(self, frame: Frame) -> PatternSize | None:
+        """A frame's rows and each column's distinct values when counting them costs no job (a
+        backfill orders its joins by them, :func:`views.decompose.cheapest_order`); None when it
+        would (a backfill then joins in its plan's first order)."""
 
     def rename(self, frame: Frame, pairs: Sequence[tuple[str, str]]) -> Frame:
         """Columns ``old`` renamed ``new`` for each pair (the others dropped), multiplicity kept."""
