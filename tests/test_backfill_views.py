@@ -1,13 +1,15 @@
 """A registration fills its new views from the messages their patterns can match
-(:func:`pipelines.engine.views.for_views_arrow`), not from all of bronze: the rows must be those the
-whole graph gives, whatever the history of a triple (inserted, deleted, inserted again)."""
+(:func:`pipelines.engine.views.for_views_arrow`, :func:`~pipelines.engine.views.for_views` on
+Spark), not from all of bronze: the rows must be those the whole graph gives, whatever the history
+of a triple (inserted, deleted, inserted again)."""
 from __future__ import annotations
 
 import random
 
 import pyarrow as pa
 
-from pipelines.engine.views import for_views_arrow, triples_in_graph_arrow, view_rows_arrow
+from pipelines.engine.views import (for_views, for_views_arrow, triples_in_graph, triples_in_graph_arrow,
+                                    view_rows, view_rows_arrow)
 from views.plan import compile_query
 from views.sparql import parse_query
 
@@ -48,3 +50,17 @@ def test_views_filled_from_the_messages_they_match_equal_those_from_the_whole_gr
                     assert view_rows_arrow(graph, view, None).sort_by(order).equals(expected), (plan.name, view.id)
         kept = for_views_arrow(messages, plans[0].views)
         assert kept["p"].to_pylist() == [p for p in messages["p"].to_pylist() if p == "<p>"]
+
+
+def test_on_spark_too(spark):
+    """The Spark backfill's filter (its conditions as Spark SQL) keeps the same rows: each query
+    with a constant or a repeated variable, on one history (a Spark job per view)."""
+    messages = _messages(random.Random(11), 80)
+    frame = spark.createDataFrame(messages.to_pandas())
+    whole = triples_in_graph_arrow(messages)
+    for i, text in enumerate(QUERIES[:-1]):
+        plan = compile_query(parse_query(text, f"q{i}"), f"q{i}")
+        graph = triples_in_graph(for_views(frame, list(plan.views)))
+        for view in plan.views:
+            expected = {tuple(r.values()) for r in view_rows_arrow(whole, view, None).to_pylist()}
+            assert {tuple(r) for r in view_rows(graph, view).collect()} == expected, (plan.name, view.id)

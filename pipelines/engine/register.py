@@ -28,7 +28,7 @@ from .held import held_tables
 from .paths import path_backfill, path_tables
 from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
 from .step import change_rows, changes_schema, gold_schema
-from .views import for_views_arrow, triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow
+from .views import for_views, for_views_arrow, triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow
 from .window_state import last_progress
 from .windowed import forget_state, forget_windows, run_windowed, window_tables, write_windows
 from .windows import Progress
@@ -70,7 +70,8 @@ def _fill_views(store: TableStore, z: ZSetEngine, at: BatchRecord, views: list[V
     else:
         from pyspark.sql import functions as F
 
-        frame = triples_in_graph(store.read(BRONZE, at.bronze_to).where(F.col("seq") <= at.seq_to)).cache()
+        bronze = store.read(BRONZE, at.bronze_to).where(F.col("seq") <= at.seq_to)
+        frame = triples_in_graph(for_views(bronze, views)).cache()
         rows = {view.id: view_rows(frame, view).toArrow() for view in views}
         frame.unpersist()
     store.append(VIEWS, pa.concat_tables([views_table.stored(view.id, rows[view.id]) for view in views]))

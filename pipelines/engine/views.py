@@ -91,6 +91,14 @@ def triples_in_graph(messages: DataFrame) -> DataFrame:
             .select("s", "p", "o"))
 
 
+def for_views(messages: DataFrame, views: list[ViewDef]) -> DataFrame:
+    """:func:`for_views_arrow` on Spark: the messages whose triple one of ``views`` matches."""
+    conditions = [_matching_sql(view)[1] for view in views]
+    if not conditions or any(c is None for c in conditions):
+        return messages
+    return messages.where(" OR ".join(f"({c})" for c in conditions))
+
+
 def view_rows(graph: DataFrame, view: ViewDef) -> DataFrame:
     """A view's full contents from a graph of (s, p, o) rows (used by backfill)."""
     as_messages = graph.withColumn("seq", F.lit(0)).withColumn("op", F.lit("insert"))
