@@ -93,9 +93,9 @@ def component_delta(z: ZSetEngine, component: Component, delta: Callable[[str], 
 
 def component_full(z: ZSetEngine, component: Component) -> Frame:
     """All embeddings of a component from the views ``z.read`` gives (backfill), joined in the
-    order estimated to build the fewest rows where the engine counts them without a job."""
+    order estimated to build the fewest rows (two patterns join once, in either order)."""
     frames = [z.rename(z.read(p.view), p.bind) for p in component.patterns]
-    sizes = [z.size(frame) for frame in frames]
+    sizes = [z.size(frame) for frame in frames] if len(frames) > 2 else [None]
     order = component.delta_orders[0] if None in sizes else cheapest_order(component.delta_orders, sizes)
     frame = frames[order[0]]
     for j in order[1:]:

@@ -57,9 +57,9 @@ class ZSetEngine(Protocol, Generic[Frame]):
         """An Arrow Z-set (a view's change, say) as a frame."""
 
     def size(self, frame: Frame) -> PatternSize | None:
-        """A frame's rows and each column's distinct values when counting them costs no job (a
-        backfill orders its joins by them, :func:`views.decompose.cheapest_order`); None when it
-        would (a backfill then joins in its plan's first order)."""
+        """A frame's rows and each column's distinct values (estimated, on Spark, in a job), by
+        which a backfill orders its joins (:func:`views.decompose.cheapest_order`); None where
+        they say nothing of a join's rows (a backfill then joins in its plan's first order)."""
 
     def rename(self, frame: Frame, pairs: Sequence[tuple[str, str]]) -> Frame:
         """Columns ``old`` renamed ``new`` for each pair (the others dropped), multiplicity kept."""
