@@ -67,14 +67,24 @@ def _others(text: str) -> list[str]:
     return names
 
 
+def add_data_options(p: argparse.ArgumentParser, defaults: Config) -> None:
+    """The options that say what a run generates and registers: the LUBM shape, the stream, the
+    queries (``python -m bench`` and ``python -m bench.growth``)."""
+    p.add_argument("--departments", type=_positive, default=defaults.departments,
+                   help="departments per university (default 2; LUBM has 15-25)")
+    p.add_argument("--delete-ratio", type=_ratio, default=defaults.delete_ratio,
+                   help="share of deletes in the stream (default 0.3)")
+    p.add_argument("--seed", type=int, default=defaults.seed, help="generator seed (default 0)")
+    p.add_argument("--queries", type=_queries, default=defaults.queries, metavar="Q,Q",
+                   help="bench query names or .rq paths (default: every query in bench/queries)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     defaults = Config()
     p = _Parser(prog="python -m bench", description="lakegraph against a Spark and a DuckDB full recompute and "
                 "pyoxigraph on LUBM-shaped data and an update stream, checking after every batch that all four agree.")
     p.add_argument("--scales", type=_ints, default=defaults.scales, metavar="N,N",
                    help="universities per run, comma-separated (default 1,10: the 10x growth figure)")
-    p.add_argument("--departments", type=_positive, default=defaults.departments,
-                   help="departments per university (default 2; LUBM has 15-25)")
     p.add_argument("--batch-sizes", type=_ints, default=defaults.batch_sizes, metavar="N,N",
                    help="updates per batch, comma-separated (default 100,1000)")
     p.add_argument("--batches", type=_positive, default=defaults.batches,
@@ -83,11 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="batches matching no query, for lakegraph's fixed cost (default 1)")
     p.add_argument("--warmup", type=int, default=defaults.warmup,
                    help="unmeasured batches before the measured ones, per scale (default 1)")
-    p.add_argument("--delete-ratio", type=_ratio, default=defaults.delete_ratio,
-                   help="share of deletes in the stream (default 0.3)")
-    p.add_argument("--seed", type=int, default=defaults.seed, help="generator seed (default 0)")
-    p.add_argument("--queries", type=_queries, default=defaults.queries, metavar="Q,Q",
-                   help="bench query names or .rq paths (default: every query in bench/queries)")
+    add_data_options(p, defaults)
     p.add_argument("--systems", type=_others, default=list(OTHERS), metavar="S,S",
                    help=f"the systems to run beside lakegraph (default {','.join(OTHERS)}); at 10M triples "
                         "all four do not fit in 24 GB, e.g. --systems duckdb")

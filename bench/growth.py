@@ -25,7 +25,7 @@ from typing import Callable
 
 from pipelines.spark import LazySpark, SparkSource, get_spark, parse_conf
 
-from .__main__ import _Parser, _ints, _positive, _queries, _ratio
+from .__main__ import _Parser, _ints, _positive, add_data_options
 from .machine import machine_info, speed_probe
 from .runner import RESULTS_DIR, Config, Landing, Records, check, run_command, settle, write_landing
 from .systems import BenchQuery, DuckDBRecompute, Lakegraph
@@ -139,16 +139,10 @@ def build_parser() -> argparse.ArgumentParser:
                 "the batches alternating between the sizes in one process, the answers checked against DuckDB.")
     p.add_argument("--scales", type=_ints, default=defaults.scales, metavar="N,N",
                    help="universities per lake, comma-separated (default 1,10; 75,750 for 1M and 10M triples)")
-    p.add_argument("--departments", type=_positive, default=defaults.departments,
-                   help="departments per university (default 2)")
     p.add_argument("--batch-size", type=_positive, default=1000, help="updates per batch (default 1000)")
     p.add_argument("--batches", type=_positive, default=5, help="measured rounds (default 5)")
     p.add_argument("--warmup", type=int, default=defaults.warmup, help="unmeasured batches per lake (default 1)")
-    p.add_argument("--delete-ratio", type=_ratio, default=defaults.delete_ratio,
-                   help="share of deletes in the stream (default 0.3)")
-    p.add_argument("--seed", type=int, default=defaults.seed, help="generator seed (default 0)")
-    p.add_argument("--queries", type=_queries, default=defaults.queries, metavar="Q,Q",
-                   help="bench query names or .rq paths (default: every query in bench/queries)")
+    add_data_options(p, defaults)
     p.add_argument("--out", type=Path, default=GROWTH_DIR, help="results directory (default bench/results/growth)")
     p.add_argument("--work", type=Path, help="keep lakes and landing files here (default: a temporary directory)")
     p.add_argument("--master", default="local[2]", help="Spark master, if a step needs one (default local[2])")
