@@ -50,7 +50,7 @@ def run(config: Config, spark: SparkSource, work: Path, command: str, log: Calla
     landings: dict[int, Landing] = {}
     lakes: dict[int, Lakegraph] = {}
     for scale in config.scales:
-        landings[scale] = files = write_landing(config, scale, work / f"scale{scale}", [queries])
+        landings[scale] = files = write_landing(config, scale, work / f"scale{scale}", [])   # no matchable count
         lakes[scale] = lake = Lakegraph(spark, work / f"scale{scale}" / "lake", config.engine, config.storage)
         load_s, register_s = lake.load(files.initial), lake.register(queries)
         records.add({"kind": "setup", "scale": scale, "triples": files.triples, "load_s": load_s,

@@ -95,8 +95,11 @@ def component_full(z: ZSetEngine, component: Component) -> Frame:
     """All embeddings of a component from the views ``z.read`` gives (backfill), joined in the
     order estimated to build the fewest rows (two patterns join once, in either order)."""
     frames = [z.rename(z.read(p.view), p.bind) for p in component.patterns]
-    sizes = [z.size(frame) for frame in frames] if len(frames) > 2 else [None]
-    order = component.delta_orders[0] if None in sizes else cheapest_order(component.delta_orders, sizes)
+    order = component.delta_orders[0]
+    if len(frames) > 2:
+        sizes = [z.size(frame) for frame in frames]
+        if None not in sizes:
+            order = cheapest_order(component.delta_orders, sizes)
     frame = frames[order[0]]
     for j in order[1:]:
         frame = z.join(frame, frames[j])
