@@ -16,6 +16,8 @@ import pyarrow.compute as pc
 from schemas.tables import MULT
 from views.decompose import PatternSize
 
+from .threads import Memo
+
 Key = TypeVar("Key")
 _KEY = "_k"          # a constant join key: Acero has no cross join, so a product joins on it
 
@@ -88,12 +90,10 @@ class ArrowZSets:
         self._read = read
         self._where = where
         self._find = find or self._filter
-        self._tables: dict[str, pa.Table] = {}
+        self._tables: Memo[str, pa.Table] = Memo()     # (a step's queries run on threads)
 
     def read(self, table: str) -> pa.Table:
-        if table not in self._tables:
-            self._tables[table] = self._read(table)
-        return self._tables[table]
+        return self._tables.get(table, lambda: self._read(table))
 
     def arrow(self, table: str) -> pa.Table:
         return self.read(table)

@@ -17,6 +17,7 @@ was skipped because it had already happened drops it.
 from __future__ import annotations
 
 import copy
+import threading
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Iterable, Mapping
@@ -36,6 +37,7 @@ from . import views_table
 from .arrow import consolidate, data_columns, holding
 from .merge_on_read import folds
 from .lookup import Find, Lookup, considered, narrowest, take_holding
+from .threads import Memo
 
 #: A held table's content becomes its new base once keeping its rows changed since the base apart
 #: has cost about what rebuilding it costs: each lookup and each change goes through the rows added
@@ -107,7 +109,7 @@ class IndexedSet:
         self.size = content.num_rows    # rows of its content (a set: the sum of the multiplicities)
         self.version = version
         self.passed = 0                 # rows of ``new`` gone through since the base (lookups, changes)
-        self._lookups: dict[str, Lookup] = {}
+        self._lookups: Memo[str, Lookup] = Memo()     # shared by the holders after it (copies)
         self._content: pa.Table | None = content
 
     def find(self, keys: Mapping[str, pa.Array], columns: list[str] | None = None) -> pa.Table:
@@ -162,15 +164,13 @@ class IndexedSet:
         if later.passed > REBUILD_COST * later.base.num_rows or \
                 later.gone + later.new.num_rows > REBASE * later.base.num_rows:
             rebased = IndexedSet(later.content(), later.stored, later.version)
-            rebased._lookups = {column: lookup.extended(later.alive, later.new[column])
-                                for column, lookup in self._lookups.items()}
+            rebased._lookups = Memo({column: lookup.extended(later.alive, later.new[column])
+                                     for column, lookup in self._lookups.items()})
             return rebased
         return later
 
     def _lookup(self, column: str) -> Lookup:
-        if column not in self._lookups:
-            self._lookups[column] = Lookup(self.base[column])
-        return self._lookups[column]
+        return self._lookups.get(column, lambda: Lookup(self.base[column]))
 
     def _positions(self, rows: pa.Table, keys: pa.Array, alive: bool) -> tuple[np.ndarray, pa.Array]:
         """The base positions of ``rows`` (of the base's columns, their :func:`row_keys` ``keys``)
@@ -238,6 +238,8 @@ class HeldTables:
         self._sets: dict[str, IndexedSet] = {}
         self._views: dict[str, ViewDef] = {}
         self._held_views: _HeldViews | None = None
+        # a step's threads (path walks, queries) ask for tables at once: each is read and split once
+        self._reading = threading.RLock()
         # rows served from what the run holds (reads of the tables themselves count in the store's
         # own figures): how the bench shows a batch's reads following its change
         self.served = 0
@@ -255,16 +257,17 @@ class HeldTables:
     def _at(self, name: str, versions: Mapping[str, int]) -> IndexedSet:
         """Table ``name`` at its version in ``versions`` (the newest when absent), read and indexed
         unless it is the version held."""
-        if name in self._views:
-            return self._views_at(versions.get(VIEWS)).get(name)
-        version = versions.get(name)
-        version = self.store.version(name) if version is None else version
-        held = self._sets.get(name)
-        if held is None or held.version != version:
-            rows = self.store.read_arrow(name, version)
-            content = consolidate(rows, data_columns(rows)).cast(rows.schema)
-            held = self._sets[name] = IndexedSet(content, rows.num_rows, version)
-        return held
+        with self._reading:
+            if name in self._views:
+                return self._views_at(versions.get(VIEWS)).get(name)
+            version = versions.get(name)
+            version = self.store.version(name) if version is None else version
+            held = self._sets.get(name)
+            if held is None or held.version != version:
+                rows = self.store.read_arrow(name, version)
+                content = consolidate(rows, data_columns(rows)).cast(rows.schema)
+                held = self._sets[name] = IndexedSet(content, rows.num_rows, version)
+            return held
 
     def _views_at(self, version: int | None) -> _HeldViews:
         """The views table at ``version`` (the newest when None): read once, split by view."""
@@ -290,7 +293,8 @@ class HeldTables:
         return sum(held.gone + held.new.num_rows for held in sets)
 
     def _served(self, rows: pa.Table) -> pa.Table:
-        self.served += rows.num_rows
+        with self._reading:
+            self.served += rows.num_rows
         return rows
 
     def writes(self, deltas: Mapping[str, pa.Table], versions: Mapping[str, int],

@@ -151,9 +151,7 @@ class IntervalZSets(ArrowZSets):
                         names=[*columns, LO, HI, MULT])
 
     def read(self, table: str) -> pa.Table:
-        if table not in self._tables:
-            self._tables[table] = self._everywhere(self._read(table))
-        return self._tables[table]
+        return self._tables.get(table, lambda: self._everywhere(self._read(table)))
 
     def from_arrow(self, table: pa.Table) -> pa.Table:
         return table if LO in table.column_names else self._everywhere(table)

@@ -11,6 +11,7 @@ batch). A lookup by several columns goes through the index that finds the fewest
 """
 from __future__ import annotations
 
+import threading
 from typing import Callable, Container, Iterable, Mapping, Protocol
 
 import numpy as np
@@ -20,6 +21,7 @@ import pyarrow.compute as pc
 from schemas.tables import MULT
 
 from .arrow import consolidate, holding
+from .threads import Memo
 
 
 class Find(Protocol):
@@ -32,8 +34,13 @@ class Find(Protocol):
     def __call__(self, table: str, keys: Mapping[str, pa.Array], columns: list[str] | None = None) -> pa.Table: ...
 
 
-#: A lookup of at most 1/_FEW of a column's distinct values goes through the column's hash of them.
+#: A lookup of at most 1/_FEW of a column's distinct values may go through the column's hash of them.
 _FEW = 16
+#: ... once scanning the values for such lookups has cost what building the hash costs: about
+#: this many scans (measured: 0.24 s, holding the GIL, to hash 340,000 IRIs; 12 ms, not holding
+#: it, to scan them for 1,000 values). A table looked up once a batch (a change's rows found in
+#: a path view) is scanned; one looked up at every round of a path walk is hashed at once.
+_BUY = 20
 
 
 class Lookup:
@@ -42,44 +49,49 @@ class Lookup:
     def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
         column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         encoded = pc.dictionary_encode(column)
-        self._index(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False), None)
+        self._index(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False), None, 0)
 
-    def _index(self, values: pa.Array, codes: np.ndarray, hashed: dict[str, int] | None) -> None:
+    def _index(self, values: pa.Array, codes: np.ndarray, hashed: dict[str, int] | None, scanned: int) -> None:
         self.values = values
         self.order = np.argsort(codes, kind="stable")
         self.starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(self.values)))])
         self._codes = hashed
+        self._scanned = scanned             # values scanned for few wanted ones, while not hashed
+        self._hashing = threading.Lock()     # threads looking the column up build its hash once
 
     def extended(self, kept: np.ndarray | None, added: pa.ChunkedArray) -> "Lookup":
         """The index of the column made of this one's rows ``kept`` (a mask; None: all of them)
         followed by ``added``: the rows' codes are carried over and only the added values looked
         up (new ones appended to the values), where indexing the column afresh hashes every value
-        again (0.44 s for the roots of a path's 1.65M reach rows). Once values no row holds are
-        half the values, the column is indexed afresh."""
+        again (0.44 s for the roots of a path's 1.65M reach rows); the hash of the values is
+        carried over too once built. Once values no row holds are half the values, the column is
+        indexed afresh."""
         codes = np.empty(len(self.order), np.int64)
         codes[self.order] = np.repeat(np.arange(len(self.values)), np.diff(self.starts))
         codes = codes if kept is None else codes[kept]
-        hashed = dict(self._hash())              # a copy: this index stays in use at its version
-        fresh: list[str] = []
-
-        def code(value: str) -> int:
-            found = hashed.get(value)
-            if found is None:
-                found = hashed[value] = len(hashed)
-                fresh.append(value)
-            return found
-        codes = np.concatenate([codes, np.fromiter(map(code, added.to_pylist()), np.int64, len(added))])
-        values = pa.concat_arrays([self.values, pa.array(fresh, self.values.type)])
+        added = added.combine_chunks() if isinstance(added, pa.ChunkedArray) else added
+        old = pc.index_in(added, value_set=self.values)
+        new = pc.is_null(old)
+        fresh = pc.unique(added.filter(new)).cast(self.values.type)
+        at = pc.fill_null(pc.add(pc.index_in(added, value_set=fresh), len(self.values)), 0)
+        codes = np.concatenate([codes, pc.if_else(new, at, old).to_numpy(zero_copy_only=False).astype(np.int64)])
+        values = pa.concat_arrays([self.values, fresh])
         if 2 * np.count_nonzero(np.bincount(codes, minlength=len(values))) < len(values):
-            return Lookup(values.take(codes))
+            afresh = Lookup(values.take(codes))
+            afresh._scanned = self._scanned     # the column is looked up as often as before
+            return afresh
+        hashed = None
+        if self._codes is not None:     # a copy: this index stays in use at its version
+            hashed = {**self._codes, **dict(zip(fresh.to_pylist(), range(len(self.values), len(values))))}
         later = Lookup.__new__(Lookup)
-        later._index(values, codes, hashed)
+        later._index(values, codes, hashed, self._scanned)
         return later
 
     def _hash(self) -> dict[str, int]:
         """Each value's code, built on first use and kept with the index."""
-        if self._codes is None:
-            self._codes = {value: code for code, value in enumerate(self.values.to_pylist())}
+        with self._hashing:
+            if self._codes is None:
+                self._codes = dict(zip(self.values.to_pylist(), range(len(self.values))))
         return self._codes
 
     def positions_of(self, codes: np.ndarray) -> np.ndarray:
@@ -95,14 +107,18 @@ class Lookup:
 
     def codes_of(self, wanted: pa.Array) -> np.ndarray:
         """The codes of the values of ``wanted`` the column holds. Few values are looked up in a
-        hash of the column's values, built on first use and kept with the index (a batch's
-        lookups each cost what they find, not the column); many are probed the other way, the
-        values against a hash of ``wanted``. (Arrow's ``index_in`` would hash every value of the
-        column at every call.)"""
+        hash of the column's values, built once scanning for them has cost about as much
+        (:data:`_BUY`) and kept with the index (then a batch's lookups each cost what they find,
+        not the column); many, and few until then, are probed the other way: the values scanned
+        against a hash of ``wanted``. (Arrow's ``index_in`` would hash every value of the column
+        at every call.)"""
         if len(wanted) * _FEW < len(self.values):
-            hashed = self._hash()
-            found = (hashed.get(value) for value in wanted.to_pylist())
-            return np.fromiter((code for code in found if code is not None), dtype=np.int64)
+            if self._codes is None and self._scanned < _BUY * len(self.values):
+                self._scanned += len(self.values)   # (threads may lose a count: it only delays the hash)
+            else:
+                hashed = self._hash()
+                found = (hashed.get(value) for value in wanted.to_pylist())
+                return np.fromiter((code for code in found if code is not None), dtype=np.int64)
         return np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
 
 
@@ -137,19 +153,19 @@ def finder(read: Callable[[str], pa.Table]) -> Find:
     """Rows of the tables ``read`` gives whole, by their columns' values, consolidated (merge-on-read
     tables hold signed copies of a row), through a :class:`Lookup` built on a table's first
     lookup by that column: a path walk looks the same tables up round after round."""
-    tables: dict[str, pa.Table] = {}
-    lookups: dict[tuple[str, str], Lookup] = {}
+    tables: Memo[str, pa.Table] = Memo()
+    lookups: Memo[tuple[str, str], Lookup] = Memo()
+
+    def consolidated(name: str) -> pa.Table:
+        rows = read(name)
+        return consolidate(rows, [c for c in rows.column_names if c != MULT]).cast(rows.schema).combine_chunks()
 
     def find(name: str, keys: Mapping[str, pa.Array], columns: list[str] | None = None) -> pa.Table:
-        if name not in tables:
-            rows = read(name)
-            tables[name] = consolidate(rows, [c for c in rows.column_names if c != MULT]).cast(rows.schema).combine_chunks()
+        table = tables.get(name, lambda: consolidated(name))
 
         def lookup(column: str) -> Lookup:
-            if (name, column) not in lookups:
-                lookups[(name, column)] = Lookup(tables[name][column])
-            return lookups[(name, column)]
-        column, codes = narrowest(keys, lookup, {c for n, c in lookups if n == name})
+            return lookups.get((name, column), lambda: Lookup(table[column]))
+        column, codes = narrowest(keys, lookup, {c for (n, c), _ in lookups.items() if n == name})
         others = {c: values for c, values in keys.items() if c != column}
-        return take_holding(tables[name], lookup(column).positions_of(codes), others, columns)
+        return take_holding(table, lookup(column).positions_of(codes), others, columns)
     return find

@@ -79,6 +79,7 @@ from .path_edges import (FOREVER, TRIPLE_SCHEMA, Adjacency, EdgeIndexes, Edges, 
 from .path_forest import (Forest, Frontier, check_bounds, cut, isin, key_parts, key_roots, pair_keys, pair_parts, reach_changes,
                           walk)
 from .path_reach import REACH_SCHEMA, pairs_table, reached
+from .threads import each
 from .zsets import binding_schema
 
 
@@ -405,12 +406,17 @@ def _expiry(after: pa.Table, inserted: list[Triple], deleted: list[Triple]) -> i
 def path_changes(paths: Iterable[PathDef], read: Callable[[str], pa.Table],
                  deltas: Mapping[str, pa.Table], find: Find | None = None) -> dict[str, pa.Table]:
     """Every path view's and reach table's change for the views' ``deltas`` (non-empty ones
-    only); ``find`` looks up the path tables' rows (see :meth:`PathOperator.step`)."""
+    only); ``find`` looks up the path tables' rows (see :meth:`PathOperator.step`). Each walk
+    writes tables of its own and shares the edge views' indexes, so the walks run on threads
+    (:func:`.threads.each`: most of a walk is Arrow and numpy, which release the GIL)."""
     out: dict[str, pa.Table] = {}
     find = find or finder(read)
     indexes = EdgeIndexes(read, find)
-    for path, sharing in walks(paths):
-        changes = PathOperator(path).step(read, deltas, indexes=indexes, find=find, sharing=sharing)
+
+    def walked(group: tuple[PathDef, list[PathDef]]) -> dict[str, pa.Table]:
+        path, sharing = group
+        return PathOperator(path).step(read, deltas, indexes=indexes, find=find, sharing=sharing)
+    for changes in each(walked, walks(paths)):
         out.update({t: rows for t, rows in changes.items() if rows.num_rows})
     return out
 

@@ -27,6 +27,7 @@ from ..storage import TableStore, Txn
 from .bgp import QueryMaintainer
 from .lookup import Find
 from .paths import path_changes
+from .threads import each
 from .views import compute_view_changes, probe_arrow, probe_spark
 from .zsets import ZSetEngine, binding_schema
 
@@ -112,7 +113,10 @@ class Step:
 def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Find | None = None) -> Step:
     """Apply ``messages`` (``seq``, ``op``, ``s``, ``p``, ``o``) to the views of ``plans`` and run
     their delta rules on engine ``z``; nothing is written. ``find`` looks up the path views' and
-    reach tables' rows for the path operator (by default from the tables ``z`` reads whole)."""
+    reach tables' rows for the path operator (by default from the tables ``z`` reads whole). On
+    Arrow the queries' delta rules run on threads (:func:`.threads.each`, the most patterns
+    first): they only read what they share, and their joins release the GIL. Spark's are lazy
+    plans, collected together below."""
     if not plans:
         return Step([], {}, {}, 0, {}, {})
     views = catalog.distinct_views(plans)
@@ -128,8 +132,12 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Fin
     delta_frames = {v: z.from_arrow(t) for v, t in joined.items() if t.num_rows}
     maintainers = [QueryMaintainer(plan, z) for plan in plans]
     outputs, schemas = {}, {}
-    for m in maintainers:
-        outputs.update({(m.plan.name, key): frame for key, frame in m.outputs(delta_frames).items()})
+    if z.name == "arrow":
+        produced = each(lambda m: m.outputs(delta_frames), maintainers, weight=lambda m: len(m.plan.views))
+    else:
+        produced = [m.outputs(delta_frames) for m in maintainers]
+    for m, out in zip(maintainers, produced):
+        outputs.update({(m.plan.name, key): frame for key, frame in out.items()})
         schemas.update({(m.plan.name, key): schema for key, schema in m.schemas().items()})
     results = z.collect(outputs, schemas)
     deltas = {m.plan.name: m.delta({k: results[(m.plan.name, k)] for k in m.schemas()}) for m in maintainers}
