@@ -99,8 +99,15 @@ class _Column:
 def _hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Each value's hash, Python's of the value as Python gives it back: equal values (nulls too)
     hash alike within a process, and no hash outlives the process (a string's is salted per
-    process). It costs what the values' count does (5 ms for 34,000 IRIs), not what the table's does."""
-    return np.fromiter(map(hash, values.to_pylist()), np.int64, len(values)).view(np.uint64)
+    process). It costs what the values' count does (5 ms for 34,000 IRIs), not what the table's
+    does. The values are dictionary-encoded first (in Arrow, which holds no GIL) and each distinct
+    one hashed once: a batch's answer changes name each node in many rows, and the hashing is
+    Python work that the batch's other threads wait on."""
+    values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    encoded = pc.dictionary_encode(values, null_encoding="encode")
+    distinct = encoded.dictionary
+    hashes = np.fromiter(map(hash, distinct.to_pylist()), np.int64, len(distinct)).view(np.uint64)
+    return hashes[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 def _mixed(numbers: np.ndarray) -> np.ndarray:
