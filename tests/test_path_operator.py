@@ -171,3 +171,25 @@ def test_a_step_beyond_its_node_keys_bits_is_refused():
         check_bounds(Terms(1 << 27), 3)
     with pytest.raises(ValueError, match="exceeds the node keys"):
         check_bounds(Terms(10), 256)
+
+
+def test_terms_decode_what_they_encoded_between_rounds():
+    """A walk numbers new vertices (some more than once) in a round and decodes between rounds:
+    each number gives back its string, whether it came from a list or from an Arrow column (nulls
+    too)."""
+    from pipelines.engine.path_edges import Terms
+
+    terms, seen = Terms(), []
+    rng = random.Random(3)
+    for _ in range(40):
+        for _ in range(rng.randint(1, 3)):
+            values = [f"<http://e/{rng.randrange(rng.choice([8, 300]))}>" for _ in range(rng.randint(0, 12))]
+            if rng.random() < 0.5:
+                values = [v if rng.random() < 0.9 else None for v in values]
+                numbers = terms.encode(pa.array(values, pa.string()))
+            else:
+                numbers = terms.encode(values)
+            seen += zip(numbers.tolist(), values)
+        asked = rng.sample(seen, min(len(seen), 10))
+        assert terms.decode(pa.array([n for n, _ in asked]).to_numpy()).to_pylist() == [v for _, v in asked]
+    assert len(terms) == len({v for _, v in seen})

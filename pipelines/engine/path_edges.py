@@ -151,7 +151,8 @@ class Terms:
 
     def __init__(self) -> None:
         self._codes: dict[str, int] = {}
-        self._strings: pa.Array = pa.array([], pa.string())
+        self._strings: pa.Array = pa.array([], pa.string())     # by number, up to those in _new
+        self._new: list[pa.Array] = []                          # the strings numbered since, in order
 
     def __len__(self) -> int:
         return len(self._codes)
@@ -161,24 +162,37 @@ class Terms:
         dictionary-encoded first, so each distinct string is hashed in Python once (a tree's rows
         repeat its root in every row and a parent in each of its children's)."""
         if isinstance(values, list):
-            return self._numbers(values)
+            return self._numbers(values, lambda at: pa.array([values[i] for i in at], pa.string()))
         values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
         if not len(values):
             return np.zeros(0, np.int64)
         encoded = pc.dictionary_encode(values, null_encoding="encode")     # a null numbered as before
-        return self._numbers(encoded.dictionary.to_pylist())[encoded.indices.to_numpy()]
+        distinct = encoded.dictionary
+        numbers = self._numbers(distinct.to_pylist(), lambda at: distinct.take(pa.array(at)).cast(pa.string()))
+        return numbers[encoded.indices.to_numpy()]
 
-    def _numbers(self, values: list[str]) -> np.ndarray:
+    def _numbers(self, values: list[str], pick: Callable[[np.ndarray], pa.Array]) -> np.ndarray:
+        """The numbers of ``values``; the strings newly numbered are kept as ``pick`` gives them
+        (by their positions in ``values``): Arrow strings, for :meth:`decode`, which a walk calls
+        every round (making them again from every number's Python string cost the whole table
+        each time)."""
         codes = self._codes
+        before = len(codes)
         add = codes.setdefault
-        return np.fromiter((add(v, len(codes)) for v in values), np.int64, len(values))
+        numbers = np.fromiter((add(v, len(codes)) for v in values), np.int64, len(values))
+        if len(codes) > before:
+            at = np.flatnonzero(numbers >= before)
+            _, first = np.unique(numbers[at], return_index=True)    # by number: the order they were met
+            self._new.append(pick(at[first]))
+        return numbers
 
     def decode(self, codes: np.ndarray) -> pa.Array:
         """The strings numbered ``codes``."""
         if not len(codes):
             return pa.array([], pa.string())
-        if len(self._strings) != len(self._codes):
-            self._strings = pa.array(list(self._codes), pa.string())
+        if self._new:
+            self._strings = pa.concat_arrays([self._strings, *self._new])
+            self._new = []
         return self._strings.take(pa.array(codes, pa.int64()))
 
     def decode_list(self, codes: Iterable[int]) -> list[str]:

@@ -31,6 +31,7 @@ from views.filters import column, sql_string
 from views.plan import ViewDef
 
 from .spark import Relation, SparkZSets
+from .threads import each
 
 _PAD = ("c0", "c1", "c2", "c3")
 #: The probe's rows: a view's matching messages, and (``seq`` null) the keys present before the batch.
@@ -238,12 +239,13 @@ def probe_arrow(messages: pa.Table, views: list[ViewDef], before: Callable[[View
                 where: Callable[[pa.Table, str], pa.Table]) -> pa.Table:
     """:func:`probe_spark` in process: a view no message matches is not read at all, and only the
     stored rows whose key some message touches are shaped. ``before(view, keys)`` gives the view's
-    rows before the batch, or only those that can hold one of ``keys`` (its columns' values)."""
-    parts = []
-    for view in views:
+    rows before the batch, or only those that can hold one of ``keys`` (its columns' values). The
+    views are probed on threads (:func:`.threads.each`): each is a match and a lookup, Arrow work
+    that releases the GIL, and a batch's first step, which nothing else overlaps."""
+    def probe(view: ViewDef) -> list[pa.Table]:
         hits = matching_arrow(messages, view, where)
         if hits.num_rows == 0:
-            continue
+            return []
         shaped = _shaped_arrow(hits, view, hits["seq"], hits["op"])
         if view.columns:
             touched = hits.select(list(view.columns)).group_by(list(view.columns), use_threads=False).aggregate([])
@@ -253,7 +255,8 @@ def probe_arrow(messages: pa.Table, views: list[ViewDef], before: Callable[[View
             stored = before(view, hits.select([]))
             stored = stored.slice(0, min(1, stored.num_rows))
         nulls = (pa.nulls(stored.num_rows, pa.int64()), pa.nulls(stored.num_rows, pa.string()))
-        parts += [shaped, _shaped_arrow(stored, view, *nulls)]
+        return [shaped, _shaped_arrow(stored, view, *nulls)]
+    parts = [part for probed in each(probe, views) for part in probed]
     return pa.concat_tables(parts) if parts else _PROBED.empty_table()
 
 
