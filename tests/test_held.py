@@ -78,7 +78,7 @@ def test_an_indexed_set_follows_random_changes_across_rebases():
     universe = [(f"s{i % 23}", f"o{i % 37}") for i in range(400)]
     model = set(rng.sample(universe, 150))
     held = IndexedSet(_rows(sorted(model), 1), len(model), 0)
-    bases = set()
+    bases, kept_gone = set(), 0
     for step in range(1, 120):
         present, absent = sorted(model), sorted(set(universe) - model)
         gone = rng.sample(present, min(len(present), rng.randint(0, 6)))
@@ -87,6 +87,8 @@ def test_an_indexed_set_follows_random_changes_across_rebases():
         passing = rng.sample(absent, 1) if absent and rng.random() < 0.3 else []
         held = held.after(pa.concat_tables([_rows(gone, -1), _rows(passing, 1), _rows(added, 1), _rows(passing, -1)]))
         model = (model - set(gone)) | set(added)
+        if id(held.base) not in bases and held.gone:
+            kept_gone += 1      # a rebase that left the base rows gone in it, masked
         bases.add(id(held.base))
         assert _content(held.content()) == model
         wanted = [sorted({pair[index] for pair in rng.sample(universe, 12)}) for index in (0, 1)]
@@ -95,7 +97,7 @@ def test_an_indexed_set_follows_random_changes_across_rebases():
             found = held.find({column: pa.array(values) for column, values in keys.items()})
             assert _content(found) == {p for p in model if all(p[int(c[1])] in v for c, v in keys.items())}
             assert found.num_rows == len(_content(found))       # each row once
-    assert len(bases) > 3
+    assert len(bases) > 3 and kept_gone
 
 
 def test_an_index_carried_over_a_rebase_finds_what_a_fresh_one_finds():
@@ -103,7 +105,9 @@ def test_an_index_carried_over_a_rebase_finds_what_a_fresh_one_finds():
     each, with new values arriving and old ones leaving until the index is rebuilt afresh, every
     lookup (a few values through a scan of its values until that has cost what hashing them
     does, then through the hash, carried over too; many the other way) gives the positions a
-    scan of the column gives."""
+    scan of the column gives. So does the index it was carried over from (which shares its
+    hash), and one carried over from that index a second time, with other rows (a batch's
+    commit made again)."""
     import random
 
     import numpy as np
@@ -112,17 +116,28 @@ def test_an_index_carried_over_a_rebase_finds_what_a_fresh_one_finds():
     from pipelines.engine.lookup import Lookup
 
     rng = random.Random(3)
-    column = pa.array([f"x{rng.randrange(50)}" for _ in range(300)], pa.string())
-    lookup = Lookup(column)
-    hashed = []
-    for step in range(40):
+
+    def extend(lookup: Lookup, column: pa.Array, step: int) -> tuple[Lookup, pa.Array]:
         kept = np.array([rng.random() < 0.8 for _ in range(len(column))]) if step % 3 else None
         added = pa.array([f"x{rng.randrange(50 + 10 * step)}" for _ in range(rng.randrange(60))], pa.string())
-        lookup = lookup.extended(kept, pa.chunked_array([added]))
-        column = pa.concat_arrays([column if kept is None else column.filter(pa.array(kept)), added])
+        return (lookup.extended(kept, pa.chunked_array([added])),
+                pa.concat_arrays([column if kept is None else column.filter(pa.array(kept)), added]))
+
+    def check(lookup: Lookup, column: pa.Array, step: int) -> None:
         for few in (1, 3, 60):
             wanted = pa.array(sorted({f"x{rng.randrange(50 + 10 * step)}" for _ in range(few)}), pa.string())
             assert lookup.positions_of(lookup.codes_of(wanted)).tolist() == np.flatnonzero(
                 pc.is_in(column, value_set=wanted).to_numpy(zero_copy_only=False)).tolist()
+
+    column = pa.array([f"x{rng.randrange(50)}" for _ in range(300)], pa.string())
+    lookup = Lookup(column)
+    hashed = []
+    for step in range(40):
+        (later, later_column), before = extend(lookup, column, step), (lookup, column)
+        check(later, later_column, step)
+        check(*before, step)
+        if step % 5 == 4:
+            check(*extend(*before, step), step)
+        lookup, column = later, later_column
         hashed.append(lookup._codes is not None)
     assert not hashed[0] and hashed[-1]

@@ -49,43 +49,70 @@ class Lookup:
     def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
         column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         encoded = pc.dictionary_encode(column)
-        self._index(encoded.dictionary, encoded.indices.to_numpy(zero_copy_only=False), None, 0)
-
-    def _index(self, values: pa.Array, codes: np.ndarray, hashed: dict[str, int] | None, scanned: int) -> None:
-        self.values = values
-        self.order = np.argsort(codes, kind="stable")
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        self.values = encoded.dictionary
+        self.order = np.argsort(codes, kind="stable")       # the rows by code
         self.starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(self.values)))])
-        self._codes = hashed
-        self._scanned = scanned             # values scanned for few wanted ones, while not hashed
+        self._codes: dict[str, int] | None = None
+        self._scanned = 0                   # values scanned for few wanted ones, while not hashed
         self._hashing = threading.Lock()     # threads looking the column up build its hash once
 
     def extended(self, kept: np.ndarray | None, added: pa.ChunkedArray) -> "Lookup":
         """The index of the column made of this one's rows ``kept`` (a mask; None: all of them)
         followed by ``added``: the rows' codes are carried over and only the added values looked
         up (new ones appended to the values), where indexing the column afresh hashes every value
-        again (0.44 s for the roots of a path's 1.65M reach rows); the hash of the values is
-        carried over too once built. Once values no row holds are half the values, the column is
+        again (0.44 s for the roots of a path's 1.65M reach rows). The rows by code are this
+        index's, kept ones renumbered, merged with the added rows sorted apart: no sort of every
+        row (0.2 s at that size). The hash of the values, once built, is shared (see
+        :meth:`_shared_hash`). Once values no row holds are half the values, the column is
         indexed afresh."""
-        codes = np.empty(len(self.order), np.int64)
-        codes[self.order] = np.repeat(np.arange(len(self.values)), np.diff(self.starts))
-        codes = codes if kept is None else codes[kept]
+        by_code = np.repeat(np.arange(len(self.values)), np.diff(self.starts))     # the code of each of ``order``
+        order = self.order
+        if kept is not None:
+            keep = kept[order]
+            order, by_code = (np.cumsum(kept) - 1)[order[keep]], by_code[keep]
         added = added.combine_chunks() if isinstance(added, pa.ChunkedArray) else added
         old = pc.index_in(added, value_set=self.values)
         new = pc.is_null(old)
         fresh = pc.unique(added.filter(new)).cast(self.values.type)
         at = pc.fill_null(pc.add(pc.index_in(added, value_set=fresh), len(self.values)), 0)
-        codes = np.concatenate([codes, pc.if_else(new, at, old).to_numpy(zero_copy_only=False).astype(np.int64)])
+        codes = pc.if_else(new, at, old).to_numpy(zero_copy_only=False).astype(np.int64)
         values = pa.concat_arrays([self.values, fresh])
-        if 2 * np.count_nonzero(np.bincount(codes, minlength=len(values))) < len(values):
-            afresh = Lookup(values.take(codes))
+        held = np.bincount(by_code, minlength=len(values))
+        count = held + np.bincount(codes, minlength=len(values))
+        if 2 * np.count_nonzero(count) < len(values):
+            all_codes = np.empty(len(order), np.int64)
+            all_codes[order] = by_code
+            afresh = Lookup(values.take(np.concatenate([all_codes, codes])))
             afresh._scanned = self._scanned     # the column is looked up as often as before
             return afresh
-        hashed = None
-        if self._codes is not None:     # a copy: this index stays in use at its version
-            hashed = {**self._codes, **dict(zip(fresh.to_pylist(), range(len(self.values), len(values))))}
+        starts = np.concatenate([[0], np.cumsum(count)])
+        held_starts = np.concatenate([[0], np.cumsum(held)])
+        merged = np.empty(len(order) + len(codes), np.int64)
+        merged[np.arange(len(order)) - held_starts[by_code] + starts[by_code]] = order     # a code's kept rows first
+        sorted_added = np.argsort(codes, kind="stable")
+        code = codes[sorted_added]
+        added_starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(values)))])
+        merged[np.arange(len(codes)) - added_starts[code] + starts[code] + held[code]] = len(order) + sorted_added
         later = Lookup.__new__(Lookup)
-        later._index(values, codes, hashed, self._scanned)
+        later.values, later.order, later.starts = values, merged, starts
+        later._codes, later._scanned, later._hashing = self._shared_hash(fresh), self._scanned, threading.Lock()
         return later
+
+    def _shared_hash(self, fresh: pa.Array) -> dict[str, int] | None:
+        """This index's hash of its values (if built) with ``fresh`` added, numbered after them,
+        for an index extended by them. Copying the hash cost about as much as building one (0.1 s
+        of GIL for a million IRIs), so the extension takes this one over when no other has
+        (the common case: one batch after another); a code a lookup through this index then
+        finds past its values is left out (:meth:`codes_of`). An index extended twice (a batch's
+        commit made again after a failure) gives the second a copy of its own codes alone."""
+        if self._codes is None:
+            return None
+        hashed = self._codes
+        if len(hashed) != len(self.values):
+            hashed = {value: code for value, code in hashed.items() if code < len(self.values)}
+        hashed.update(zip(fresh.to_pylist(), range(len(self.values), len(self.values) + len(fresh))))
+        return hashed
 
     def _hash(self) -> dict[str, int]:
         """Each value's code, built on first use and kept with the index."""
@@ -118,7 +145,8 @@ class Lookup:
             else:
                 hashed = self._hash()
                 found = (hashed.get(value) for value in wanted.to_pylist())
-                return np.fromiter((code for code in found if code is not None), dtype=np.int64)
+                codes = np.fromiter((code for code in found if code is not None), dtype=np.int64)
+                return codes[codes < len(self.values)]      # (a hash shared with a later index)
         return np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
 
 
