@@ -141,3 +141,10 @@ def test_an_index_carried_over_a_rebase_finds_what_a_fresh_one_finds():
         lookup, column = later, later_column
         hashed.append(lookup._codes is not None)
     assert not hashed[0] and hashed[-1]
+    # a hashed index extended twice: the second extension's values include the first's new ones
+    lookup.extended(None, pa.chunked_array([pa.array(["y1", "y2", "y3"], pa.string())]))
+    second = pa.array(["z1", "y3", "y2", "x1"], pa.string())
+    twice, column = lookup.extended(None, pa.chunked_array([second])), pa.concat_arrays([column, second])
+    for wanted in ("y3", "y2", "z1", "x1"):
+        assert twice.positions_of(twice.codes_of(pa.array([wanted]))).tolist() == \
+            np.flatnonzero(pc.equal(column, wanted).to_numpy(zero_copy_only=False)).tolist()
