@@ -196,7 +196,8 @@ class IndexedSet:
         ``keys``. The column is the one whose values lead to the fewest base rows, of the first and
         those indexed already (a path's reach rows share their roots with whole trees, and often
         their nodes with few rows); an added row's candidates are the rows gone when they are
-        fewer (most batches add far more rows than the base has lost)."""
+        fewer (most batches add far more rows than the base has lost, and a rebase keeps the rows
+        gone: then no index is even probed)."""
         columns = data_columns(rows)
         none = np.zeros(0, dtype=np.int64), keys[:0]
         if not rows.num_rows or not (alive or self.gone):
@@ -204,14 +205,18 @@ class IndexedSet:
         if not columns:     # a table of the empty tuple holds at most that one row
             found = np.flatnonzero(np.ones(self.base.num_rows, bool) if self.alive is None else self.alive == alive)
             return found[:1], keys[:len(found[:1])]
-        wanted = {c: pc.unique(rows[c]) for c in considered(columns, self._lookups)}
-        column, codes = narrowest(wanted, self._lookup, self._lookups)
-        if not alive and self.gone < self._lookup(column).count_of(codes):
-            candidates = np.flatnonzero(~self.alive)
+        if not alive and self.gone <= rows.num_rows:
+            candidates = np.flatnonzero(~self.alive)    # fewer than the rows: no index is probed
         else:
-            candidates = self._lookup(column).positions_of(codes)
-            if self.alive is not None:
-                candidates = candidates[self.alive[candidates] == alive]
+            wanted = {c: pc.unique(rows[c]) for c in considered(columns, self._lookups)}
+            column, codes = narrowest(wanted, self._lookup, self._lookups)
+            lookup = self._lookup(column)
+            if not alive and self.gone < lookup.count_of(codes):
+                candidates = np.flatnonzero(~self.alive)
+            else:
+                candidates = lookup.positions_of(codes)
+                if self.alive is not None:
+                    candidates = candidates[self.alive[candidates] == alive]
         found = row_keys(self.base.select(columns).take(candidates))
         hit = pc.is_in(found, value_set=keys)
         return candidates[hit.to_numpy(zero_copy_only=False)], found.filter(hit)
