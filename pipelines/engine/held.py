@@ -170,10 +170,9 @@ class IndexedSet:
     def _rebased(self) -> "IndexedSet":
         """This set with the rows added since its base made part of a new base, each column's
         index carried over (:meth:`.Lookup.extended`). The base rows gone stay in it, masked, until
-        they pass :data:`REBASE` of the base: dropping them cost a second copy of every row (the
-        new base is one chunk, as a lookup takes rows by position), and rebuilding the indexes of
-        rows renumbered (a path's reach table of 1.65M rows took 1.3 s to rebase, its indexes 0.8 s
-        of it)."""
+        they pass :data:`REBASE` of the base: dropping them at every rebase cost a second copy of
+        every row (the new base is one chunk, as a lookup takes rows by position) and renumbered
+        the rows of every index."""
         compact = self.gone > REBASE * self.base.num_rows
         content = self.content() if compact else pa.concat_tables([self.base, self.new])
         rebased = IndexedSet(content, self.stored, self.version)
