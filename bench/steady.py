@@ -159,8 +159,10 @@ def write_report(records: list[dict], out: Path) -> Path:
         f"100 batches, {trend / statistics.median(seconds):+.1%} of the median batch.",
         "",
         "Held rows changed since their base: the rows the run's indexed views and path tables hold beside their "
-        "indexed base (removed from it or added since, `pipelines/engine/held.py`); a held table whose changed "
-        "rows pass a sixteenth of its base is re-based, so they stay bounded and so does the work of a lookup.",
+        "indexed base (removed from it or added since, `pipelines/engine/held.py`); the added rows join a new base "
+        "once going through them has cost about what that costs, or once the changed rows pass a quarter of the "
+        "base (whose rows removed are dropped from it at a quarter), so they stay bounded and so does the work of "
+        "a lookup.",
     ]
     return write_markdown(out, "steady.md", "\n".join(lines) + "\n")
 
