@@ -52,6 +52,51 @@ def test_appends_then_folds_and_lookups_follow_the_content(tmp_path):
     assert shapes == {"folded", "appended"}
 
 
+def test_threads_asking_for_tables_at_once_read_each_once_and_different_ones_side_by_side(tmp_path):
+    """A step's threads ask for tables at the same moment: each table is read once, whoever asks
+    first, and two different tables are read at the same time (the first batch of a run reads
+    every path table; one lock for all of them made the walks wait for each other's reads)."""
+    import threading
+    import time
+    from collections import Counter
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = DeltaRsStore(str(tmp_path))
+    tables = {"p_a": [("a", "x"), ("b", "y")], "p_b": [("a", "z")]}
+    for name, pairs in tables.items():
+        store.create(name, SCHEMA)
+        store.append(name, _rows(pairs, 1))
+    versions = {name: store.version(name) for name in tables}
+    reads, reading, most = Counter(), [0], [0]
+    count = threading.Lock()
+    read = store.read_arrow
+
+    def slow_read(name, version=None, columns=None):
+        with count:
+            reads[name] += 1
+            reading[0] += 1
+            most[0] = max(most[0], reading[0])
+        time.sleep(0.2)
+        try:
+            return read(name, version, columns)
+        finally:
+            with count:
+                reading[0] -= 1
+    store.read_arrow = slow_read
+    find = HeldTables(store).finder(versions)
+    start = threading.Barrier(8)
+
+    def ask(i: int) -> set:
+        name = sorted(tables)[i % 2]
+        start.wait()
+        return _content(find(name, {"v0": pa.array(["a"])}))
+
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(ask, range(8)))
+    assert got == [{("a", "x")}, {("a", "z")}] * 4
+    assert reads == {"p_a": 1, "p_b": 1} and most[0] == 2
+
+
 def test_a_commit_made_before_is_not_held(tmp_path):
     store = DeltaRsStore(str(tmp_path))
     store.create(NAME, SCHEMA)

@@ -258,11 +258,14 @@ class HeldTables:
         self._sets: dict[str, IndexedSet] = {}
         self._views: dict[str, ViewDef] = {}
         self._held_views: _HeldViews | None = None
-        # a step's threads (path walks, queries) ask for tables at once: each is read and split once
-        self._reading = threading.RLock()
+        # a step's threads (path walks, queries) ask for tables at once: each table is read and
+        # indexed once, under a lock of its own, while other threads read other tables
+        self._locks: dict[str, threading.Lock] = {}
+        self._locking = threading.Lock()
         # rows served from what the run holds (reads of the tables themselves count in the store's
         # own figures): how the bench shows a batch's reads following its change
         self.served = 0
+        self._counting = threading.Lock()
 
     def track(self, views: Iterable[ViewDef]) -> None:
         """The views of the run's queries: the parts of the views table held as tables of their own."""
@@ -277,9 +280,12 @@ class HeldTables:
     def _at(self, name: str, versions: Mapping[str, int]) -> IndexedSet:
         """Table ``name`` at its version in ``versions`` (the newest when absent), read and indexed
         unless it is the version held."""
-        with self._reading:
-            if name in self._views:
-                return self._views_at(versions.get(VIEWS)).get(name)
+        if name in self._views:
+            with self._lock(VIEWS):
+                held_views = self._views_at(versions.get(VIEWS))
+            with self._lock(name):
+                return held_views.get(name)
+        with self._lock(name):
             version = versions.get(name)
             version = self.store.version(name) if version is None else version
             held = self._sets.get(name)
@@ -288,6 +294,10 @@ class HeldTables:
                 content = consolidate(rows, data_columns(rows)).cast(rows.schema)
                 held = self._sets[name] = IndexedSet(content, rows.num_rows, version)
             return held
+
+    def _lock(self, name: str) -> threading.Lock:
+        with self._locking:
+            return self._locks.setdefault(name, threading.Lock())
 
     def _views_at(self, version: int | None) -> _HeldViews:
         """The views table at ``version`` (the newest when None): read once, split by view."""
@@ -313,7 +323,7 @@ class HeldTables:
         return sum(held.gone + held.new.num_rows for held in sets)
 
     def _served(self, rows: pa.Table) -> pa.Table:
-        with self._reading:
+        with self._counting:
             self.served += rows.num_rows
         return rows
 
