@@ -260,8 +260,7 @@ class HeldTables:
         self._held_views: _HeldViews | None = None
         # a step's threads (path walks, queries) ask for tables at once: each table is read and
         # indexed once, under a lock of its own, while other threads read other tables
-        self._locks: dict[str, threading.Lock] = {}
-        self._locking = threading.Lock()
+        self._locks: Memo[str, threading.Lock] = Memo()
         # rows served from what the run holds (reads of the tables themselves count in the store's
         # own figures): how the bench shows a batch's reads following its change
         self.served = 0
@@ -281,11 +280,11 @@ class HeldTables:
         """Table ``name`` at its version in ``versions`` (the newest when absent), read and indexed
         unless it is the version held."""
         if name in self._views:
-            with self._lock(VIEWS):
+            with self._locks.get(VIEWS, threading.Lock):
                 held_views = self._views_at(versions.get(VIEWS))
-            with self._lock(name):
+            with self._locks.get(name, threading.Lock):
                 return held_views.get(name)
-        with self._lock(name):
+        with self._locks.get(name, threading.Lock):
             version = versions.get(name)
             version = self.store.version(name) if version is None else version
             held = self._sets.get(name)
@@ -294,10 +293,6 @@ class HeldTables:
                 content = consolidate(rows, data_columns(rows)).cast(rows.schema)
                 held = self._sets[name] = IndexedSet(content, rows.num_rows, version)
             return held
-
-    def _lock(self, name: str) -> threading.Lock:
-        with self._locking:
-            return self._locks.setdefault(name, threading.Lock())
 
     def _views_at(self, version: int | None) -> _HeldViews:
         """The views table at ``version`` (the newest when None): read once, split by view."""

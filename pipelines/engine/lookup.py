@@ -50,11 +50,16 @@ class Lookup:
         column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         encoded = pc.dictionary_encode(column)
         codes = encoded.indices.to_numpy(zero_copy_only=False)
-        self.values = encoded.dictionary
-        self.order = np.argsort(codes, kind="stable")       # the rows by code
-        self.starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(self.values)))])
-        self._codes: dict[str, int] | None = None
-        self._scanned = 0                   # values scanned for few wanted ones, while not hashed
+        starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(encoded.dictionary)))])
+        self._index(encoded.dictionary, np.argsort(codes, kind="stable"), starts, None, 0)
+
+    def _index(self, values: pa.Array, order: np.ndarray, starts: np.ndarray, hashed: dict[str, int] | None,
+               scanned: int) -> None:
+        self.values = values
+        self.order = order                  # the rows by code
+        self.starts = starts                # each code's first entry in ``order``
+        self._codes = hashed
+        self._scanned = scanned             # values scanned for few wanted ones, while not hashed
         self._hashing = threading.Lock()     # threads looking the column up build its hash once
 
     def extended(self, kept: np.ndarray | None, added: pa.ChunkedArray) -> "Lookup":
@@ -74,8 +79,8 @@ class Lookup:
         added = added.combine_chunks() if isinstance(added, pa.ChunkedArray) else added
         codes, fresh = self._numbered(added)
         values = pa.concat_arrays([self.values, fresh])
-        held = np.bincount(by_code, minlength=len(values))
-        count = held + np.bincount(codes, minlength=len(values))
+        held, adding = np.bincount(by_code, minlength=len(values)), np.bincount(codes, minlength=len(values))
+        count = held + adding
         if 2 * np.count_nonzero(count) < len(values):
             all_codes = np.empty(len(order), np.int64)
             all_codes[order] = by_code
@@ -88,11 +93,10 @@ class Lookup:
         merged[np.arange(len(order)) - held_starts[by_code] + starts[by_code]] = order     # a code's kept rows first
         sorted_added = np.argsort(codes, kind="stable")
         code = codes[sorted_added]
-        added_starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(values)))])
+        added_starts = np.concatenate([[0], np.cumsum(adding)])
         merged[np.arange(len(codes)) - added_starts[code] + starts[code] + held[code]] = len(order) + sorted_added
         later = Lookup.__new__(Lookup)
-        later.values, later.order, later.starts = values, merged, starts
-        later._codes, later._scanned, later._hashing = self._shared_hash(fresh), self._scanned, threading.Lock()
+        later._index(values, merged, starts, self._shared_hash(fresh), self._scanned)
         return later
 
     def _numbered(self, added: pa.Array) -> tuple[np.ndarray, pa.Array]:
