@@ -150,8 +150,8 @@ def test_an_index_carried_over_a_rebase_finds_what_a_fresh_one_finds():
     each, with new values arriving and old ones leaving until the index is rebuilt afresh, every
     lookup (a few values through a scan of its values until that has cost what hashing them
     does, then through the hash, carried over too; many the other way) gives the positions a
-    scan of the column gives. So does the index it was carried over from (which shares its
-    hash), and one carried over from that index a second time, with other rows (a batch's
+    scan of the column gives. So does the index it was carried over from (whose hash the
+    later one extends), and one carried over from that index a second time, with other rows (a batch's
     commit made again)."""
     import random
 

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from schemas.tables import MULT
 
+from ..string_index import HashIndex
 from .arrow import consolidate, holding
 from .threads import Memo
 
@@ -37,10 +38,10 @@ class Find(Protocol):
 #: A lookup of at most 1/_FEW of a column's distinct values may go through the column's hash of them.
 _FEW = 16
 #: ... once scanning the values for such lookups has cost what building the hash costs: about
-#: this many scans (measured: 0.24 s, holding the GIL, to hash 340,000 IRIs; 12 ms, not holding
-#: it, to scan them for 1,000 values). A table looked up once a batch (a change's rows found in
-#: a path view) is scanned; one looked up at every round of a path walk is hashed at once.
-_BUY = 20
+#: this many scans (measured: 80 ms to index 340,000 IRIs by hash, :class:`HashIndex`; 9-15 ms to
+#: scan them for 1,000 values). A table looked up once a batch (a change's rows found in a path
+#: view) is scanned; one looked up at every round of a path walk is hashed at once.
+_BUY = 8
 
 
 class Lookup:
@@ -53,7 +54,7 @@ class Lookup:
         starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(encoded.dictionary)))])
         self._index(encoded.dictionary, np.argsort(codes, kind="stable"), starts, None, 0)
 
-    def _index(self, values: pa.Array, order: np.ndarray, starts: np.ndarray, hashed: dict[str, int] | None,
+    def _index(self, values: pa.Array, order: np.ndarray, starts: np.ndarray, hashed: HashIndex | None,
                scanned: int) -> None:
         self.values = values
         self.order = order                  # the rows by code
@@ -68,8 +69,8 @@ class Lookup:
         up (new ones appended to the values), where indexing the column afresh hashes every value
         again (0.44 s for the roots of a path's 1.65M reach rows). The rows by code are this
         index's, kept ones renumbered, merged with the added rows sorted apart: no sort of every
-        row (0.2 s at that size). The hash of the values, once built, is shared (see
-        :meth:`_shared_hash`). Once values no row holds are half the values, the column is
+        row (0.2 s at that size). The hash index of the values, once built, is extended by the
+        added ones (:meth:`HashIndex.extended`). Once values no row holds are half the values, the column is
         indexed afresh."""
         by_code = np.repeat(np.arange(len(self.values)), np.diff(self.starts))     # the code of each of ``order``
         order = self.order
@@ -96,7 +97,8 @@ class Lookup:
         added_starts = np.concatenate([[0], np.cumsum(adding)])
         merged[np.arange(len(codes)) - added_starts[code] + starts[code] + held[code]] = len(order) + sorted_added
         later = Lookup.__new__(Lookup)
-        later._index(values, merged, starts, self._shared_hash(fresh), self._scanned)
+        later._index(values, merged, starts, None if self._codes is None else self._codes.extended(values),
+                      self._scanned)
         return later
 
     def _numbered(self, added: pa.Array) -> tuple[np.ndarray, pa.Array]:
@@ -111,34 +113,17 @@ class Lookup:
             at = pc.fill_null(pc.add(pc.index_in(added, value_set=fresh), len(self.values)), 0)
             return pc.if_else(new, at, old).to_numpy(zero_copy_only=False).astype(np.int64), fresh
         encoded = pc.dictionary_encode(added)
-        hashed, size = self._codes, len(self.values)
-        found = (hashed.get(value, size) for value in encoded.dictionary.to_pylist())
-        codes = np.fromiter(found, np.int64, len(encoded.dictionary))
-        fresh = codes >= size       # (a code past this index's values is another's: see _shared_hash)
-        codes[fresh] = size + np.arange(int(fresh.sum()))
+        codes = self._codes.positions(encoded.dictionary)
+        fresh = codes < 0
+        codes[fresh] = len(self.values) + np.arange(int(fresh.sum()))
         return (codes[encoded.indices.to_numpy(zero_copy_only=False)],
                 encoded.dictionary.filter(pa.array(fresh)).cast(self.values.type))
 
-    def _shared_hash(self, fresh: pa.Array) -> dict[str, int] | None:
-        """This index's hash of its values (if built) with ``fresh`` added, numbered after them,
-        for an index extended by them. Copying the hash cost about as much as building one (0.1 s
-        of GIL for a million IRIs), so the extension takes this one over when no other has
-        (the common case: one batch after another); a code a lookup through this index then
-        finds past its values is left out (:meth:`codes_of`). An index extended twice (a batch's
-        commit made again after a failure) gives the second a copy of its own codes alone."""
-        if self._codes is None:
-            return None
-        hashed = self._codes
-        if len(hashed) != len(self.values):
-            hashed = {value: code for value, code in hashed.items() if code < len(self.values)}
-        hashed.update(zip(fresh.to_pylist(), range(len(self.values), len(self.values) + len(fresh))))
-        return hashed
-
-    def _hash(self) -> dict[str, int]:
-        """Each value's code, built on first use and kept with the index."""
+    def _hash(self) -> HashIndex:
+        """The values' hash index, built on first use and kept with the index."""
         with self._hashing:
             if self._codes is None:
-                self._codes = dict(zip(self.values.to_pylist(), range(len(self.values))))
+                self._codes = HashIndex.of(self.values)
         return self._codes
 
     def positions_of(self, codes: np.ndarray) -> np.ndarray:
@@ -163,10 +148,8 @@ class Lookup:
             if self._codes is None and self._scanned < _BUY * len(self.values):
                 self._scanned += len(self.values)   # (threads may lose a count: it only delays the hash)
             else:
-                hashed = self._hash()
-                found = (hashed.get(value) for value in wanted.to_pylist())
-                codes = np.fromiter((code for code in found if code is not None), dtype=np.int64)
-                return codes[codes < len(self.values)]      # (a hash shared with a later index)
+                codes = self._hash().positions(wanted)
+                return codes[codes >= 0]
         return np.flatnonzero(pc.is_in(self.values, value_set=wanted).to_numpy(zero_copy_only=False))
 
 

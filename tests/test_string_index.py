@@ -1,0 +1,61 @@
+"""Strings hashed from their Arrow buffers and found by hash (:mod:`pipelines.string_index`)."""
+import random
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from pipelines import string_index
+from pipelines.string_index import HashIndex, string_hashes
+
+
+def test_equal_strings_hash_alike_however_held():
+    """The same strings hash alike as strings, large strings, binaries, a slice (its offsets start
+    inside the buffer, and not on a word), a chunked array and a dictionary array; nulls alike."""
+    values = ["", "a", "a\x00", "ab", None, "abcdefgh", "abcdefghi", "abcdefgh\x00", "é" * 20, "x" * 100]
+    hashes = string_hashes(pa.array(values, pa.string())).tolist()
+    held = [pa.array(values, pa.large_string()),
+            pa.array(["pad"] * 3 + values, pa.string()).slice(3),
+            pa.chunked_array([values[:4], values[4:]], pa.string()),
+            pa.array(values, pa.string()).dictionary_encode(),
+            pa.array([None if v is None else v.encode() for v in values], pa.binary())]
+    for layout in held:
+        assert string_hashes(layout).tolist() == hashes
+    assert len(set(hashes)) == len(values)
+
+
+def test_strings_that_differ_anywhere_hash_apart():
+    """A string, its one-byte changes at every position (in every word), and the string a byte
+    shorter or longer, hash apart; so do 200,000 IRIs sharing their long prefixes."""
+    iri = "http://lakegraph.example/snb/person/123456789"
+    variants = [iri, iri[:-1], iri + "0"] + [iri[:i] + chr(ord(iri[i]) ^ 1) + iri[i + 1:] for i in range(len(iri))]
+    assert len(set(string_hashes(pa.array(variants)).tolist())) == len(variants)
+    iris = pa.array([f"http://lakegraph.example/snb/{kind}/{i}" for kind in ("person", "post") for i in range(100_000)])
+    assert len(np.unique(string_hashes(iris))) == len(iris)
+
+
+@pytest.mark.parametrize("weak", [False, True])
+def test_hash_index_finds_what_a_dict_finds(monkeypatch, weak):
+    """Random strings indexed, then extended four times: every wanted value (held, absent, null,
+    as strings or large strings) is found where a dict of the values finds it, through the index
+    and through each older one, which keeps what it held. With a hash of two bits, most values
+    share their hash with others, and the answers are the same: a hash only points at a value."""
+    if weak:
+        strong = string_index.string_hashes
+        monkeypatch.setattr(string_index, "string_hashes", lambda values: strong(values) & np.uint64(3))
+    rng = random.Random(5)
+
+    def word() -> str:
+        return "".join(rng.choice("ab\x00é") for _ in range(rng.randrange(20)))
+
+    held = list(dict.fromkeys(word() for _ in range(200)))
+    indexes = [(HashIndex.of(pa.array(held, pa.string())), list(held))]
+    for step in range(5):
+        for index, values in indexes:
+            where = {v: i for i, v in enumerate(values)}
+            wanted = [rng.choice(held) if rng.random() < 0.6 else None if rng.random() < 0.2 else word()
+                      for _ in range(300)]
+            kind = pa.large_string() if step % 2 else pa.string()
+            assert index.positions(pa.array(wanted, kind)).tolist() == [where.get(v, -1) for v in wanted]
+        held += [w for w in dict.fromkeys(word() for _ in range(60)) if w not in set(held)]
+        indexes.append((indexes[-1][0].extended(pa.array(held, pa.string())), list(held)))
