@@ -459,10 +459,10 @@ def test_merges_of_counts_by_deletion_vectors_sum_at_every_version_for_every_rea
         assert {(r["a"], r["b"]): r["_mult"] for r in reader.read_arrow("g").to_pylist()} == truth
 
 
-@pytest.mark.parametrize("hashing", ["python", "all alike"])
+@pytest.mark.parametrize("hashing", ["the store's", "all alike"])
 def test_a_placed_table_follows_signed_changes_by_whole_key_hash_whatever_the_hashes(monkeypatch, hashing):
     """A merge by deletion vectors finds a change's rows by the hash of their whole key and keeps
-    those whose values are the key's (``vector_merge.Placed``): with Python's hashes, and with
+    those whose values are the key's (``vector_merge.Placed``): with the store's hashes, and with
     every value hashed alike (each key's hash colliding with every other's), the table held reads
     as the running sum of random signed changes over keys with unbound values (a key's count at
     times in two rows), commit after commit (each pointing its keys' index slots at their new rows
