@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from views.path_views import PathDef
 
+from ..sorted_sets import distinct, union
 from .lookup import Find
 from .path_edges import FOREVER, EdgeIndexes, Edges, Terms
 from .path_forest import Forest, isin, key_pairs, key_parts, latest, node_keys, pair_keys, pair_parts, reach_changes
@@ -55,7 +56,7 @@ def flat_changes(path: PathDef, start: np.ndarray, edges: Edges, deltas: Mapping
     if flipped:
         codes = terms.encode(flipped)
         pairs.append(pair_keys(codes, codes))
-    pairs = np.unique(np.concatenate(pairs))
+    pairs = distinct(np.concatenate(pairs))
     if not len(pairs):
         return {}
     before = _stored(find, path.reach, terms, pairs)
@@ -63,10 +64,10 @@ def flat_changes(path: PathDef, start: np.ndarray, edges: Edges, deltas: Mapping
     # deleted edge joins, and under windows all (an inserted edge can raise a node's time); a
     # minimal automaton of one-edge matches moves its start to one state, so an inserted edge
     # leaves its pair's node there whatever else the step deleted
-    inserted = np.unique(key_pairs(fresh))
+    inserted = distinct(key_pairs(fresh))
     kept = np.zeros(len(pairs), bool) if path.stamped else isin(pairs, inserted)
     after = _after(before, _counted(start, edges, pairs[~kept]), fresh, pairs[kept])
-    reach = reach_changes(terms, before, after, np.union1d(before.keys, after.keys))
+    reach = reach_changes(terms, before, after, union(before.keys, after.keys))
     # the pairs: a node reached in a final state, or the root itself on a zero-length match
     roots, vertices = pair_parts(pairs)
     finals = sorted(path.automaton.finals)
@@ -93,7 +94,7 @@ def _nodes(moves: tuple[np.ndarray, ...], start: np.ndarray, root: int | None) -
     keep = state >= 0
     if root is not None:
         keep &= src == root
-    return np.unique(node_keys(src[keep], dst[keep], state[keep]))
+    return distinct(node_keys(src[keep], dst[keep], state[keep]))
 
 
 def _stored(find: Find, reach: str, terms: Terms, pairs: np.ndarray) -> Forest:
@@ -111,7 +112,7 @@ def _counted(start: np.ndarray, edges: Edges, pairs: np.ndarray) -> Forest:
     """The nodes of ``pairs`` (root, vertex) after the step, from the edges between the two: per
     state the start moves to, the latest time of those edges (one lookup of the roots' edges),
     the root's start as witness."""
-    roots = np.unique(pair_parts(pairs)[0])
+    roots = distinct(pair_parts(pairs)[0])
     edges.load(roots)
     which, sym, dst, ts = edges.out.gather(roots)
     src, state = roots[which], start[sym]

@@ -28,6 +28,7 @@ from schemas.tables import MULT
 from views.automata import BACKWARD, FORWARD, Symbol
 from views.path_views import ALL
 
+from ..sorted_sets import distinct
 from .lookup import Find
 from .threads import Memo
 
@@ -167,8 +168,8 @@ class Terms:
         if not len(values):
             return np.zeros(0, np.int64)
         encoded = pc.dictionary_encode(values, null_encoding="encode")     # a null numbered as before
-        distinct = encoded.dictionary
-        numbers = self._numbers(distinct.to_pylist(), lambda at: distinct.take(pa.array(at)).cast(pa.string()))
+        dictionary = encoded.dictionary
+        numbers = self._numbers(dictionary.to_pylist(), lambda at: dictionary.take(pa.array(at)).cast(pa.string()))
         return numbers[encoded.indices.to_numpy()]
 
     def _numbers(self, values: list[str], pick: Callable[[np.ndarray], pa.Array]) -> np.ndarray:
@@ -317,7 +318,7 @@ class Edges:
     def _adjacency(self, moves: tuple[np.ndarray, ...]) -> Adjacency:
         adjacency = Adjacency()
         src = moves[0]
-        adjacency.add(np.unique(src), *moves)
+        adjacency.add(distinct(src), *moves)
         return adjacency
 
     def _around(self, vertices: np.ndarray, from_s: bool, from_o: bool, inserted: bool = True) -> pa.Table:
@@ -339,7 +340,7 @@ class Edges:
         """Complete the moves of ``vertices``; returns those it loaded (the others were)."""
         if not len(vertices):
             return vertices
-        new = np.unique(vertices)
+        new = distinct(vertices)
         new = new[~self.out.loaded(new)]
         if len(new):
             rows = self._around(new, FORWARD in self.directions, BACKWARD in self.directions)
@@ -365,7 +366,7 @@ class Edges:
         demand, for the removed nodes only, all in one lookup (a popular node's many edges stay
         unread otherwise). The inserted edges are left out: their moves are in :attr:`first`
         already, and a walk starts from their sources anyway."""
-        vertices = np.unique(vertices)
+        vertices = distinct(vertices)
         if not len(vertices):
             return vertices, vertices
         rows = self._around(vertices, True, True, inserted=False)

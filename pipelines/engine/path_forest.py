@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..sorted_sets import distinct
 from .path_edges import FOREVER, Adjacency, Edges, Terms
 from .path_reach import reach_columns
 
@@ -230,7 +231,7 @@ def walk(forest: Forest, edges: Edges, trans: np.ndarray, leaving: np.ndarray, f
         frontier = Frontier(root[best][on], dst[best][on], state[best][on], time[best][on],
                             np.ones(int(on.sum()), bool))
         rounds = None if rounds is None else rounds - 1
-    return np.unique(np.concatenate(changed)) if changed else np.zeros(0, np.int64)
+    return distinct(np.concatenate(changed)) if changed else np.zeros(0, np.int64)
 
 
 def _moves(frontier: Frontier, out: Adjacency, first: Adjacency) -> tuple[np.ndarray, ...]:
@@ -270,7 +271,7 @@ def cut(forest: Forest, suspects: np.ndarray, edges: Edges, trans: np.ndarray) -
     while len(lost):
         lost = lost[~gone[lost]]
         gone[lost] = True
-        keys = np.unique(forest.keys[lost])
+        keys = distinct(forest.keys[lost])
         lo, hi = np.searchsorted(by_parent, keys, "left"), np.searchsorted(by_parent, keys, "right")
         n = hi - lo
         lost = order[np.repeat(lo - np.cumsum(n) + n, n) + np.arange(int(n.sum()))]

@@ -71,6 +71,7 @@ from schemas.tables import MULT
 from views.automata import BACKWARD, FORWARD, OTHER
 from views.path_views import PathDef
 
+from ..sorted_sets import distinct, union
 from .arrow import consolidate
 from .flat_paths import flat_changes, is_flat
 from .lookup import Find, finder
@@ -154,7 +155,7 @@ class PathOperator:
         if not initial and not path.simple:
             roots = read_whole | self._changing(roots - read_whole, find, edges)
         before = Forest.of(reached(find, path.reach, roots), terms)
-        root_codes = np.unique(terms.encode(sorted(roots)))
+        root_codes = distinct(terms.encode(sorted(roots)))
         check_bounds(terms, len(self.leaving))
         stored = self._stored(read, find, roots) if path.simple and not initial else {}
         if path.simple:
@@ -167,7 +168,7 @@ class PathOperator:
         # its frontier, all together
         gone = np.zeros(len(before), bool)
         if seeded:
-            gone |= isin(before.root, np.unique(root_codes[~now]))     # a seed that went takes its whole tree
+            gone |= isin(before.root, distinct(root_codes[~now]))     # a seed that went takes its whole tree
         if expired is not None:
             gone |= before.ts <= expired
         elif deleted.num_rows:
@@ -177,12 +178,12 @@ class PathOperator:
                                 before.root[gone], before.node[gone] if expired is None else None,
                                 whole=root_codes[~was & now] if seeded else root_codes[:0])
         grown = walk(forest, edges, self.trans, self.leaving, starts)
-        changed = np.union1d(before.keys[gone], grown)
+        changed = union(before.keys[gone], grown)
         # the roots whose pairs can change: those whose tree changed, whose membership changed
         # (a seed's of its view, a node's of the graph, for a zero-length match), or all of them
         # on the initial step and under simple paths
         active = root_codes if initial or path.simple else \
-            np.union1d(key_roots(changed), root_codes[was != now])
+            union(key_roots(changed), root_codes[was != now])
         out: dict[str, pa.Table] = {}
         if path.simple:         # (simple paths are enumerated, never walked: none shares their walk)
             out[path.id] = self._simple_changes(terms, root_codes, now, stored, edges)
@@ -204,11 +205,11 @@ class PathOperator:
         own_start = np.zeros(len(roots), bool)              # roots whose start has one
         if gone_vertices is not None and len(gone_vertices):
             entered, source = edges.enter(gone_vertices)
-            removed = np.unique(pair_keys(gone_roots, gone_vertices))
+            removed = distinct(pair_keys(gone_roots, gone_vertices))
             # joined from the tree's side: a popular vertex lost from many trees has thousands
             # of sources, few of them in any one of those trees
             into = Adjacency()
-            into.add(np.unique(source), source, np.zeros(len(source), np.int64), entered,
+            into.add(distinct(source), source, np.zeros(len(source), np.int64), entered,
                      np.zeros(len(source), np.int64))
             rows = np.flatnonzero(isin(forest.node, into.sources()))
             which, _, dst, _ = into.gather(forest.node[rows])
@@ -228,7 +229,7 @@ class PathOperator:
         """Which rows join their parent to their node by a vertex pair that a deleted edge joins
         (either way round): the nodes whose witness edge may have gone."""
         s, o = edges.terms.encode(edges.deleted["s"]), edges.terms.encode(edges.deleted["o"])
-        pairs = np.unique(np.concatenate([pair_keys(s, o), pair_keys(o, s)]))
+        pairs = distinct(np.concatenate([pair_keys(s, o), pair_keys(o, s)]))
         return isin(pair_keys(forest.parent, forest.node), pairs)
 
     def _simple_changes(self, terms: Terms, roots: np.ndarray, now: np.ndarray,
@@ -342,13 +343,13 @@ class PathOperator:
         if not candidates:
             return set()
         first = edges.first
-        ends = np.union1d(first.sources(), first.gather(first.sources())[2])
+        ends = union(first.sources(), first.gather(first.sources())[2])
         rows = reached(find, self.path.reach, candidates, set(edges.terms.decode(ends).to_pylist()))
         partial = Forest.of(rows, edges.terms)
-        starts = self._frontier(partial, np.unique(edges.terms.encode(sorted(candidates))), edges, partial.root[:0], None,
+        starts = self._frontier(partial, distinct(edges.terms.encode(sorted(candidates))), edges, partial.root[:0], None,
                                 partial.root[:0])
         changed = walk(partial, edges, self.trans, self.leaving, starts, rounds=1)
-        return set(edges.terms.decode(np.unique(key_roots(changed))).to_pylist())
+        return set(edges.terms.decode(distinct(key_roots(changed))).to_pylist())
 
     # -- the pairs --------------------------------------------------------------------------------
     def _pair_changes(self, view: PathDef, terms: Terms, before: Forest, after: Forest, changed: np.ndarray,
@@ -364,7 +365,7 @@ class PathOperator:
         candidates = pair_keys(root[final], vertex[final])
         if view.nullable:
             candidates = np.concatenate([candidates, pair_keys(active, active)])
-        root, vertex = pair_parts(np.unique(candidates))
+        root, vertex = pair_parts(distinct(candidates))
         at = np.searchsorted(roots, root)               # roots sorted: the step's, numbered in order
         zero = (vertex == root) & view.nullable
         held = [zero & (view.root is not None or m[np.minimum(at, len(m) - 1)]) for m in member]

@@ -28,6 +28,8 @@ from schemas import tables as S
 from schemas.tables import MULT
 from views.windows import Clock
 
+from ..sorted_sets import distinct
+
 TRIPLE = ["s", "p", "o"]
 _NO_TRIPLES = pa.schema([(c, pa.string()) for c in TRIPLE])
 #: The shape of the messages the operator emits (what view maintenance reads): ``window`` the index,
@@ -348,7 +350,7 @@ def window_step(clock: Clock | None, graphs: Sequence[str], progress: Progress, 
     closes: list[int] = []
     if clock is not None:
         limit = clock.limit(max_time, inserts, flush)
-        times = np.unique(np.concatenate([p.pos for p in by_stream.values()])) if clock.kind == "now" else ()
+        times = distinct(np.concatenate([p.pos for p in by_stream.values()])) if clock.kind == "now" else ()
         closes = [] if limit is None else clock.closes(progress.last_close, min_time, limit, times)
     elif pending.num_rows:
         closes = [0]                    # a query over background graphs alone follows every batch

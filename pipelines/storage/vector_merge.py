@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..sorted_sets import distinct, repeats
 from ..string_index import is_string_like, mixed, string_hashes
 
 
@@ -108,8 +109,8 @@ def _hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         return string_hashes(values)
     values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     encoded = pc.dictionary_encode(values, null_encoding="encode")
-    distinct = encoded.dictionary
-    hashes = np.fromiter(map(hash, distinct.to_pylist()), np.int64, len(distinct)).view(np.uint64)
+    dictionary = encoded.dictionary
+    hashes = np.fromiter(map(hash, dictionary.to_pylist()), np.int64, len(dictionary)).view(np.uint64)
     return hashes[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
@@ -305,7 +306,7 @@ class Placed:
         def hashed(rows: pa.Table) -> np.ndarray:
             return _key_hashes([_hashes(rows[k]) for k in keys], rows.num_rows)
         wanted = hashed(delta)
-        if len(np.unique(wanted)) < delta.num_rows:
+        if repeats(wanted):
             summed = delta.group_by(keys, use_threads=False).aggregate([(count, "sum")])
             delta = summed.rename_columns([*keys, count]).select(delta.column_names).cast(delta.schema)
             wanted = hashed(delta)
@@ -352,7 +353,7 @@ class Placed:
         """Per file the touched rows are in, its deleted rows once they are too (a mask)."""
         out = {}
         files, rows = self.file[touched], self.row[touched]
-        for f in np.unique(files):
+        for f in distinct(files):
             f = int(f)
             mask = self.gone[f].copy() if f in self.gone else np.zeros(self.sizes[f], dtype=bool)
             mask[rows[files == f]] = True
