@@ -78,8 +78,8 @@ def _delta_sum(z: ZSetEngine, orders: Sequence[Sequence[int]], delta: Callable[[
 def component_delta(z: ZSetEngine, component: Component, delta: Callable[[str], Frame | None],
                     consolidated: bool = True) -> Frame | None:
     """ΔC for one component, or None when no pattern of it changed (views before the batch are
-    ``z.read``): its rows summed on the component's variables, unless not ``consolidated`` (for
-    a caller that sums them on fewer columns anyway: a group-by of every row the terms made)."""
+    ``z.read``): its rows summed on the component's variables, or, when not ``consolidated``, left
+    for a caller that sums them on fewer columns anyway (a group-by of every row the terms made)."""
     refs = component.patterns
 
     def changed(i: int) -> Frame | None:

@@ -98,7 +98,7 @@ class Lookup:
         merged[np.arange(len(codes)) - added_starts[code] + starts[code] + held[code]] = len(order) + sorted_added
         later = Lookup.__new__(Lookup)
         later._index(values, merged, starts, None if self._codes is None else self._codes.extended(values),
-                      self._scanned)
+                     self._scanned)
         return later
 
     def _numbered(self, added: pa.Array) -> tuple[np.ndarray, pa.Array]:
