@@ -51,6 +51,14 @@ def is_string_like(kind: pa.DataType) -> bool:
             or pa.types.is_large_binary(kind) or pa.types.is_string_view(kind) or pa.types.is_binary_view(kind))
 
 
+def same_values(held: pa.Array, values: pa.Array) -> np.ndarray:
+    """Whether each of ``held`` equals the value beside it in ``values``, nulls equal to nulls: how
+    a value a hash points at is told from another of the same hash."""
+    values = values.cast(held.type)
+    equal = pc.fill_null(pc.equal(held, values), False)
+    return np.asarray(pc.or_(equal, pc.and_(held.is_null(), values.is_null())))
+
+
 def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A 64-bit hash of each value of a string or binary array (nulls included): equal bytes hash
     alike in any array, slice or process. Each string is read as 8-byte words straight from the
@@ -77,6 +85,7 @@ def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 
 def _block_hashes(values: pa.Array) -> np.ndarray:
+    """:func:`string_hashes` of a string or binary array of at most :data:`_BLOCK` values."""
     count = len(values)
     wide = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
     offset_type = np.dtype(np.int64 if wide else np.int32)
@@ -141,12 +150,7 @@ class HashIndex:
         found = np.where(hit, self._positions[at], -1)
         picked = np.flatnonzero(hit)
         if len(picked):
-            ours, theirs = self.values.take(found[picked]), wanted.take(picked)
-            theirs = theirs if theirs.type == ours.type else theirs.cast(ours.type)
-            same = pc.fill_null(pc.equal(ours, theirs), False).to_numpy(zero_copy_only=False)
-            if ours.null_count or theirs.null_count:
-                same |= np.asarray(ours.is_null()) & np.asarray(theirs.is_null())
-            unsure = picked[~same]
+            unsure = picked[~same_values(self.values.take(found[picked]), wanted.take(picked))]
             if len(unsure):
                 exact = pc.index_in(wanted.take(unsure), value_set=self.values, skip_nulls=False)
                 found[unsure] = pc.fill_null(exact, -1).to_numpy(zero_copy_only=False)

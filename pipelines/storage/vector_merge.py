@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..sorted_sets import distinct, repeats
-from ..string_index import is_string_like, mixed, string_hashes
+from ..string_index import is_string_like, mixed, same_values, string_hashes
 
 
 def _grown(array: np.ndarray, used: int, more: np.ndarray) -> np.ndarray:
@@ -104,7 +104,7 @@ def _hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     column's terms) are hashed in numpy from their buffers (:func:`string_hashes`: 13 ms for
     100,000 IRIs, where Python's ``hash`` of each distinct one held the GIL the batch's other
     threads wait on). Other values are dictionary-encoded and each distinct one hashed by Python
-    once (no hash of those outlives the process: a string's is salted per process)."""
+    once (no hash outlives the process: it is only compared with others made in it)."""
     if is_string_like(values.type):
         return string_hashes(values)
     values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
@@ -224,13 +224,6 @@ class _KeyIndex:
         return _KeyIndex(self.hash[held], self.row[held], more)
 
 
-def _same(held: pa.Array, values: pa.Array) -> np.ndarray:
-    """Whether each of ``held`` equals the value beside it in ``values``, nulls equal to nulls."""
-    values = values.cast(held.type)
-    equal = pc.fill_null(pc.equal(held, values), False)
-    return np.asarray(pc.or_(equal, pc.and_(held.is_null(), values.is_null())))
-
-
 class Change(NamedTuple):
     """What adding a change does to a :class:`Placed` table: the live rows it touches (their
     positions), the rows to write (the touched keys' new counts, then the new keys', zero counts
@@ -315,7 +308,7 @@ class Placed:
         rows, at, slots = rows[live], at[live], slots[live]
         same = np.ones(len(rows), bool)
         for k in keys:
-            same &= _same(self.columns[k].take(rows), delta[k].take(at).combine_chunks())
+            same &= same_values(self.columns[k].take(rows), delta[k].take(at).combine_chunks())
         touched, at, slots = rows[same], at[same], slots[same]
         counts = delta[count].to_numpy()
         fresh = np.ones(delta.num_rows, dtype=bool)
