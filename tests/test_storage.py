@@ -501,20 +501,21 @@ def test_a_placed_table_follows_signed_changes_by_whole_key_hash_whatever_the_ha
 
 def test_a_merged_tables_key_column_finds_and_takes_its_rows_as_values_are_appended():
     """A key column as a deletion-vector merge holds it (``vector_merge._Column``): the row groups'
-    dictionaries as read (unbound values among them), then a chunk per commit's written values,
-    folded past ``_CHUNKS``. Whatever its chunks, it gives each row's value back, and the rows
+    dictionaries as read (unbound values among them), then the commits' written values, in chunks
+    merged as a binary counter carries (each more than twice the next, so a few). Whatever its
+    chunks, it gives each row's value back, and the rows
     holding some values through its index of rows by code (in runs, merged as rows come) match a
     scan of the values."""
     import numpy as np
 
-    from pipelines.storage.vector_merge import _CHUNKS, _Column
+    from pipelines.storage.vector_merge import _Column
 
     rng = random.Random(7)
     pool = [None, "<a>", "<b>", '"c"', "<d>", "<e>"]
     groups = [[rng.choice(pool) for _ in range(rng.randrange(1, 9))] for _ in range(3)]
     column = _Column(pa.chunked_array([pa.array(g, pa.string()).dictionary_encode() for g in groups]))
     values = [v for g in groups for v in g]
-    for commit in range(2 * _CHUNKS + 3):
+    for commit in range(40):
         wanted = rng.sample(pool, 2)
         rows = column.rows_of(column.hits(pa.array(wanted, pa.string())), len(values))
         assert sorted(rows.tolist()) == [i for i, v in enumerate(values) if v in wanted]
@@ -523,4 +524,6 @@ def test_a_merged_tables_key_column_finds_and_takes_its_rows_as_values_are_appen
         written = [rng.choice(pool) for _ in range(rng.randrange(1, 4))]
         column.append(pa.array(written, pa.string()), len(values))
         values += written
-        assert len(column.dictionary) <= _CHUNKS + 1
+        appended = [len(chunk) for chunk in column.dictionary[1:]]
+        assert all(earlier > 2 * later for earlier, later in zip(appended, appended[1:]))
+        assert len(appended) <= (len(values) - len(column.dictionary[0])).bit_length()

@@ -33,12 +33,6 @@ def _grown(array: np.ndarray, used: int, more: np.ndarray) -> np.ndarray:
     return array
 
 
-#: A column's appended dictionary chunks are one array again once there are this many (``is_in``
-#: hashes its value set once per chunk); the chunk read from the table stays as it is (copying it
-#: cost 20 ms at 10M triples).
-_CHUNKS = 8
-
-
 class _Column:
     """A key column as held: a dictionary of values, in chunks (the parquet row groups' as read,
     then each commit's written values; repeats allowed), and each row's code into it. Finding the
@@ -93,8 +87,15 @@ class _Column:
     def append(self, values: pa.Array, used: int) -> None:
         """Rows ``used`` onwards hold ``values``."""
         self.dictionary.append(values.cast(self.dictionary[0].type))
-        if len(self.dictionary) > _CHUNKS:     # the values appended since reading: the table's stay apart
-            self.dictionary = [self.dictionary[0], pa.concat_arrays(self.dictionary[1:])]
+        # The commits' chunks are merged as a binary counter carries (a chunk with the one before
+        # it while that one is not twice as long): each is more than twice the next, so there
+        # are a few (``is_in`` hashes its value set once per chunk), and a value is copied a few
+        # times. Merging them all every few commits copied every value appended since reading, a
+        # long run's most, again and again. The chunk read from the table stays as it is (copying
+        # it cost 20 ms at 10M triples).
+        while len(self.dictionary) > 2 and len(self.dictionary[-2]) <= 2 * len(self.dictionary[-1]):
+            last = self.dictionary.pop()
+            self.dictionary[-1] = pa.concat_arrays([self.dictionary[-1], last])
         self.codes = _grown(self.codes, used, np.arange(self.size, self.size + len(values)))
         self.size += len(values)
 
