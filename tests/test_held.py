@@ -113,8 +113,9 @@ def test_a_commit_made_before_is_not_held(tmp_path):
 def test_an_indexed_set_follows_random_changes_across_rebases():
     """Removals of base rows and of rows added since, re-insertions of removed base rows, fresh
     rows, rows that cancel out within a change: after every change, lookups by either column or
-    both (whichever index finds fewer rows) and the whole content equal a set kept beside it,
-    through several rebases (the base then being what the content was)."""
+    both (whichever index finds fewer rows), the count of each value's rows in a column, and the
+    whole content equal a set kept beside it, through several rebases (the base then being what
+    the content was)."""
     import random
 
     from pipelines.engine.held import IndexedSet
@@ -142,6 +143,9 @@ def test_an_indexed_set_follows_random_changes_across_rebases():
             found = held.find({column: pa.array(values) for column, values in keys.items()})
             assert _content(found) == {p for p in model if all(p[int(c[1])] in v for c, v in keys.items())}
             assert found.num_rows == len(_content(found))       # each row once
+        for index, values in enumerate(wanted):
+            assert held.count(f"v{index}", pa.array(values)).tolist() == \
+                [sum(pair[index] == value for pair in model) for value in values]
     assert len(bases) > 3 and kept_gone
 
 
@@ -173,6 +177,7 @@ def test_an_index_carried_over_a_rebase_finds_what_a_fresh_one_finds():
             wanted = pa.array(sorted({f"x{rng.randrange(50 + 10 * step)}" for _ in range(few)}), pa.string())
             assert lookup.positions_of(lookup.codes_of(wanted)).tolist() == np.flatnonzero(
                 pc.is_in(column, value_set=wanted).to_numpy(zero_copy_only=False)).tolist()
+            assert lookup.counts(wanted).tolist() == [column.to_pylist().count(v) for v in wanted.to_pylist()]
 
     column = pa.array([f"x{rng.randrange(50)}" for _ in range(300)], pa.string())
     lookup = Lookup(column)

@@ -36,7 +36,7 @@ from ..storage import TableStore, Txn
 from . import views_table
 from .arrow import consolidate, data_columns, holding
 from .merge_on_read import folds
-from .lookup import Find, Lookup, considered, narrowest, take_holding
+from .lookup import Find, Finder, Lookup, considered, counted, narrowest, take_holding
 from .threads import Memo
 
 #: A held table's content becomes its new base once keeping its rows changed since the base apart
@@ -127,6 +127,15 @@ class IndexedSet:
         self.passed += self.new.num_rows      # (threads may lose a count: it only delays a rebuild)
         new = self.new.filter(holding(self.new, keys))
         return pa.concat_tables([rows, new if columns is None else new.select(columns)])
+
+    def count(self, column: str, values: pa.Array) -> np.ndarray:
+        """How many of the content's rows hold each of ``values`` (distinct) in ``column``: the
+        base's alive ones counted through the column's index, the new ones filtered."""
+        counts = self._lookup(column).counts(values, self.alive)
+        if self.new.num_rows:
+            self.passed += self.new.num_rows
+            counts += counted(self.new[column], values)
+        return counts
 
     def content(self) -> pa.Table:
         """The whole content: the base's rows alive, and the new ones."""
@@ -310,7 +319,8 @@ class HeldTables:
 
     def finder(self, versions: Mapping[str, int]) -> Find:
         """Rows of the tables at ``versions`` (a batch's) by their columns' values (:class:`.lookup.Find`)."""
-        return lambda name, keys, columns=None: self._served(self._at(name, versions).find(keys, columns))
+        return Finder(lambda name, keys, columns: self._served(self._at(name, versions).find(keys, columns)),
+                      lambda name, column, values: self._at(name, versions).count(column, values))
 
     def changed_rows(self) -> int:
         """Rows the held tables keep beside their indexed bases (gone from them or added since)."""

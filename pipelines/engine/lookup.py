@@ -34,6 +34,34 @@ class Find(Protocol):
 
     def __call__(self, table: str, keys: Mapping[str, pa.Array], columns: list[str] | None = None) -> pa.Table: ...
 
+    def count(self, table: str, column: str, values: pa.Array) -> np.ndarray:
+        """How many of the table's consolidated rows hold each of ``values`` (distinct) in
+        ``column``: what a node's membership in the graph needs, where its rows would be every
+        triple of a popular node (a batch's 21,000 nodes had 434,000 in the view of every triple
+        at 1M edges)."""
+        ...
+
+
+class Finder:
+    """A :class:`Find` made of a function that finds rows and one that counts them."""
+
+    def __init__(self, rows: Callable[[str, Mapping[str, pa.Array], list[str] | None], pa.Table],
+                 counts: Callable[[str, str, pa.Array], np.ndarray]) -> None:
+        self._rows, self._counts = rows, counts
+
+    def __call__(self, table: str, keys: Mapping[str, pa.Array], columns: list[str] | None = None) -> pa.Table:
+        return self._rows(table, keys, columns)
+
+    def count(self, table: str, column: str, values: pa.Array) -> np.ndarray:
+        return self._counts(table, column, values)
+
+
+def counted(column: pa.Array | pa.ChunkedArray, values: pa.Array) -> np.ndarray:
+    """How many of ``column``'s entries are each of ``values`` (distinct)."""
+    at = pc.index_in(column, value_set=values).drop_null()
+    return np.bincount(at.to_numpy(zero_copy_only=False), minlength=len(values)) if len(at) else \
+        np.zeros(len(values), np.int64)
+
 
 #: A lookup of at most 1/_FEW of a column's distinct values may go through the column's hash of them.
 _FEW = 16
@@ -133,6 +161,25 @@ class Lookup:
         gathered = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
         return np.sort(self.order[gathered])
 
+    def counts(self, wanted: pa.Array, alive: np.ndarray | None = None) -> np.ndarray:
+        """How many rows hold each of ``wanted`` (distinct), only those ``alive`` marks (a mask by
+        row) if given: each code's rows are a range of the rows by code, so nothing is gathered
+        but, with a mask, their positions."""
+        codes = self.codes_of(wanted)
+        at = pc.index_in(wanted, value_set=self.values.take(codes))
+        found = np.asarray(at.is_valid())
+        if alive is None:
+            per_code = self.starts[codes + 1] - self.starts[codes]
+        else:
+            first = self.starts[codes]
+            sizes = self.starts[codes + 1] - first
+            gathered = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
+            per_code = np.bincount(np.repeat(np.arange(len(codes)), sizes), weights=alive[self.order[gathered]],
+                                   minlength=len(codes)).astype(np.int64)
+        out = np.zeros(len(wanted), np.int64)
+        out[found] = per_code[at.filter(at.is_valid()).to_numpy(zero_copy_only=False)]
+        return out
+
     def count_of(self, codes: np.ndarray) -> int:
         """How many rows hold a value of ``codes`` (what :meth:`positions_of` would gather)."""
         return int((self.starts[codes + 1] - self.starts[codes]).sum())
@@ -191,12 +238,14 @@ def finder(read: Callable[[str], pa.Table]) -> Find:
         rows = read(name)
         return consolidate(rows, [c for c in rows.column_names if c != MULT]).cast(rows.schema).combine_chunks()
 
+    def lookup(name: str, column: str) -> Lookup:
+        table = tables.get(name, lambda: consolidated(name))
+        return lookups.get((name, column), lambda: Lookup(table[column]))
+
     def find(name: str, keys: Mapping[str, pa.Array], columns: list[str] | None = None) -> pa.Table:
         table = tables.get(name, lambda: consolidated(name))
-
-        def lookup(column: str) -> Lookup:
-            return lookups.get((name, column), lambda: Lookup(table[column]))
-        column, codes = narrowest(keys, lookup, {c for (n, c), _ in lookups.items() if n == name})
+        column, codes = narrowest(keys, lambda c: lookup(name, c), {c for (n, c), _ in lookups.items() if n == name})
         others = {c: values for c, values in keys.items() if c != column}
-        return take_holding(table, lookup(column).positions_of(codes), others, columns)
-    return find
+        return take_holding(table, lookup(name, column).positions_of(codes), others, columns)
+
+    return Finder(find, lambda name, column, values: lookup(name, column).counts(values))

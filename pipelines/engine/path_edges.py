@@ -86,26 +86,22 @@ class ViewIndex:
 
 
 def members(find: Find, view: str, change: pa.Table | None, columns: tuple[str, ...],
-             candidates: set[str]) -> dict[str, tuple[bool, bool]]:
+            candidates: set[str]) -> dict[str, tuple[bool, bool]]:
     """Whether each of ``candidates`` and each value ``change`` touches appears in ``columns`` of
-    ``view`` before and after ``change``: occurrences counted, the change's multiplicities added
-    (in Arrow: a batch touches thousands of nodes, each with its occurrences; the view's rows are
-    looked up by those values, not scanned: the view of every triple is the whole graph)."""
+    ``view`` before and after ``change``: the view's rows holding each value counted through its
+    index (:meth:`.lookup.Find.count`: the view of every triple is the whole graph, and gathering a
+    popular node's rows to count them cost most of this), the change's multiplicities added."""
     changes = [] if change is None else [(change[c], change[MULT]) for c in columns]
     touched = pc.unique(pa.chunked_array([pa.array(sorted(candidates), pa.string())]
                                          + [chunk for values, _ in changes for chunk in values.chunks], pa.string()))
     if not len(touched):
         return {}
-    found = [find(view, {c: touched}, [c])[c] for c in columns]
-    parts = [pa.table({"x": values, "b": pa.repeat(1, len(values)), "d": pa.repeat(0, len(values))})
-             for values in found]
-    parts += [pa.table({"x": values, "b": pa.repeat(0, len(values)), "d": pc.cast(mults, pa.int64())})
-              for values, mults in changes]
-    counted = pa.concat_tables([t.cast(pa.schema([("x", pa.string()), ("b", pa.int64()), ("d", pa.int64())]))
-                                for t in parts]).group_by("x").aggregate([("b", "sum"), ("d", "sum")])
-    counts = dict(zip(counted["x"].to_pylist(), zip(counted["b_sum"].to_pylist(), counted["d_sum"].to_pylist())))
-    return {x: (counts[x][0] > 0, sum(counts[x]) > 0) if x in counts else (False, False)
-            for x in touched.to_pylist()}
+    before = sum(find.count(view, c, touched) for c in columns)
+    moved = np.zeros(len(touched), np.int64)
+    for values, mults in changes:
+        at = pc.index_in(values, value_set=touched).to_numpy(zero_copy_only=False)
+        moved += np.bincount(at, weights=mults.to_numpy(), minlength=len(touched)).astype(np.int64)
+    return dict(zip(touched.to_pylist(), zip((before > 0).tolist(), (before + moved > 0).tolist())))
 
 
 class EdgeIndexes:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Callable, Mapping
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -32,7 +33,7 @@ from ..storage import TableStore, Txn
 from ..storage.lock import writer
 from .arrow import ArrowZSets, holding
 from .bgp import state_tables
-from .lookup import Find, finder
+from .lookup import Find, Finder, counted, finder
 from .held import HeldTables, held_tables
 from .held_bags import HeldBags
 from . import views_table
@@ -191,7 +192,7 @@ class Runner:
 
         indexed, filtered = self.held.finder(versions), finder(arrow)
 
-        def find(table: str, keys: Mapping[str, pa.Array], columns: list[str] | None = None) -> pa.Table:
+        def rows(table: str, keys: Mapping[str, pa.Array], columns: list[str] | None) -> pa.Table:
             if table in held:
                 return indexed(table, keys, columns)
             version = versions.get(table)
@@ -202,6 +203,12 @@ class Runner:
             if others:      # the store finds the rows by the first column
                 rows = rows.filter(holding(rows, {c: keys[c] for c in others}))
             return rows if columns is None else rows.select(columns)
+
+        def counts(table: str, column: str, values: pa.Array) -> np.ndarray:
+            if table in held:
+                return indexed.count(table, column, values)
+            return counted(rows(table, {column: values}, [column])[column], values)
+        find = Finder(rows, counts)
 
         # one frame per table for the batch (its version is fixed): the Spark engine's delta rules
         # read a view once per rule that joins it, and building each read anew cost a third of
