@@ -29,7 +29,6 @@ from views.automata import BACKWARD, FORWARD, Symbol
 from views.path_views import ALL
 
 from ..sorted_sets import distinct
-from ..string_index import HashIndex
 from .lookup import Find
 from .threads import Memo
 
@@ -145,41 +144,52 @@ def times(terms: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 class Terms:
     """The vertices a step meets, numbered in the order it meets them: its walks, trees and moves
-    are arrays of these numbers, and strings come back only for the rows it writes. The strings
-    are found by hash in numpy (:class:`~pipelines.string_index.HashIndex`), not in a Python dict:
-    a dict made a Python string of every value and held the GIL the batch's other walks and
-    rules wait on."""
+    are arrays of these numbers, and strings come back only for the rows it writes."""
 
     def __init__(self) -> None:
-        self._strings: pa.Array = pa.array([], pa.string())    # by number
-        self._index = HashIndex.of(self._strings)
+        self._codes: dict[str, int] = {}
+        self._strings: pa.Array = pa.array([], pa.string())     # by number, up to those in _new
+        self._new: list[pa.Array] = []                          # the strings numbered since, in order
 
     def __len__(self) -> int:
-        return len(self._strings)
+        return len(self._codes)
 
     def encode(self, values: pa.Array | pa.ChunkedArray | list[str]) -> np.ndarray:
-        """The numbers of ``values``, new ones numbered from the next free one, in the order they
-        first come. Each distinct value is looked up once (a tree's rows repeat its root in every
-        row and a parent in each of its children's)."""
+        """The numbers of ``values``, new ones numbered from the next free one. An Arrow column is
+        dictionary-encoded first, so each distinct string is hashed in Python once (a tree's rows
+        repeat its root in every row and a parent in each of its children's)."""
         if isinstance(values, list):
-            values = pa.array(values, pa.string())
+            return self._numbers(values, lambda at: pa.array([values[i] for i in at], pa.string()))
         values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
         if not len(values):
             return np.zeros(0, np.int64)
-        encoded = pc.dictionary_encode(values, null_encoding="encode")     # a null numbered as a term
-        distinct_values = encoded.dictionary.cast(pa.string())
-        numbers = self._index.positions(distinct_values)
-        fresh = numbers < 0
-        if fresh.any():
-            numbers[fresh] = len(self._strings) + np.arange(int(fresh.sum()))
-            self._strings = pa.concat_arrays([self._strings, distinct_values.filter(pa.array(fresh))])
-            self._index = self._index.extended(self._strings)
-        return numbers[encoded.indices.to_numpy(zero_copy_only=False)]
+        encoded = pc.dictionary_encode(values, null_encoding="encode")     # a null numbered as before
+        dictionary = encoded.dictionary
+        numbers = self._numbers(dictionary.to_pylist(), lambda at: dictionary.take(pa.array(at)).cast(pa.string()))
+        return numbers[encoded.indices.to_numpy()]
+
+    def _numbers(self, values: list[str], pick: Callable[[np.ndarray], pa.Array]) -> np.ndarray:
+        """The numbers of ``values``; the strings newly numbered are kept as ``pick`` gives them
+        (by their positions in ``values``): Arrow strings, for :meth:`decode`, which a walk calls
+        every round (making them again from every number's Python string cost the whole table
+        each time)."""
+        codes = self._codes
+        before = len(codes)
+        add = codes.setdefault
+        numbers = np.fromiter((add(v, len(codes)) for v in values), np.int64, len(values))
+        if len(codes) > before:
+            at = np.flatnonzero(numbers >= before)
+            _, first = np.unique(numbers[at], return_index=True)    # by number: the order they were met
+            self._new.append(pick(at[first]))
+        return numbers
 
     def decode(self, codes: np.ndarray) -> pa.Array:
         """The strings numbered ``codes``."""
         if not len(codes):
             return pa.array([], pa.string())
+        if self._new:
+            self._strings = pa.concat_arrays([self._strings, *self._new])
+            self._new = []
         return self._strings.take(pa.array(codes, pa.int64()))
 
     def decode_list(self, codes: Iterable[int]) -> list[str]:
