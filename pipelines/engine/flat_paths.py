@@ -98,12 +98,12 @@ def _nodes(moves: tuple[np.ndarray, ...], start: np.ndarray, root: int | None) -
 
 
 def _stored(find: Find, reach: str, terms: Terms, pairs: np.ndarray) -> Forest:
-    """The reach rows of ``pairs`` (root, vertex) as the step started. Read by root and vertex
-    (through the index of whichever finds fewer rows: a popular root's tree holds every other
-    vertex it reaches too, a popular vertex is in many trees), then picked in Arrow, so that only
-    the rows kept are numbered."""
+    """The reach rows of ``pairs`` (root, vertex) as the step started. Found by root, and only
+    those at the pairs' vertices taken (a popular root's tree holds every other vertex it reaches
+    too), then picked in Arrow, so that only the rows kept are numbered."""
     roots, vertices = (terms.decode(part) for part in pair_parts(pairs))
-    rows = reached(find, reach, set(pc.unique(roots).to_pylist()), set(pc.unique(vertices).to_pylist()))
+    rows = reached(find, reach, set(pc.unique(roots).to_pylist()), set(pc.unique(vertices).to_pylist()),
+                   by_node=False)
     wanted = pc.binary_join_element_wise(roots, vertices, "\n")
     rows = rows.filter(pc.is_in(pc.binary_join_element_wise(rows["root"], rows["node"], "\n"), value_set=wanted))
     return Forest.of(rows, terms)
