@@ -192,7 +192,7 @@ class Runner:
 
         indexed, filtered = self.held.finder(versions), finder(arrow)
 
-        def rows(table: str, keys: Mapping[str, pa.Array], columns: list[str] | None) -> pa.Table:
+        def found(table: str, keys: Mapping[str, pa.Array], columns: list[str] | None) -> pa.Table:
             if table in held:
                 return indexed(table, keys, columns)
             version = versions.get(table)
@@ -207,8 +207,8 @@ class Runner:
         def counts(table: str, column: str, values: pa.Array) -> np.ndarray:
             if table in held:
                 return indexed.count(table, column, values)
-            return counted(rows(table, {column: values}, [column])[column], values)
-        find = Finder(rows, counts)
+            return counted(found(table, {column: values}, [column])[column], values)
+        find = Finder(found, counts)
 
         # one frame per table for the batch (its version is fixed): the Spark engine's delta rules
         # read a view once per rule that joins it, and building each read anew cost a third of
