@@ -198,3 +198,17 @@ def test_an_index_carried_over_a_rebase_finds_what_a_fresh_one_finds():
     for wanted in ("y3", "y2", "z1", "x1"):
         assert twice.positions_of(twice.codes_of(pa.array([wanted]))).tolist() == \
             np.flatnonzero(pc.equal(column, wanted).to_numpy(zero_copy_only=False)).tolist()
+
+
+def test_a_table_read_whole_counts_each_values_rows_as_consolidated():
+    """A table the run does not hold is looked up through indexes built over it as read
+    (``lookup.finder``): its signed copies of a row sum first, so a row added twice and removed
+    once counts once, one added and removed not at all, and a value no row holds counts 0."""
+    from pipelines.engine.lookup import finder
+
+    rows = pa.concat_tables([_rows([("a", "x"), ("a", "y"), ("b", "x"), ("c", "z")], 1),
+                             _rows([("a", "x"), ("d", "z")], 1), _rows([("a", "x"), ("c", "z"), ("d", "z")], -1)])
+    find = finder(lambda name: rows)
+    assert find.count(NAME, "v0", pa.array(["a", "b", "c", "d", "e"])).tolist() == [2, 1, 0, 0, 0]
+    assert find.count(NAME, "v1", pa.array(["x", "z"])).tolist() == [2, 0]
+    assert _content(find(NAME, {"v0": pa.array(["a"])})) == {("a", "x"), ("a", "y")}

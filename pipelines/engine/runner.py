@@ -33,7 +33,7 @@ from ..storage import TableStore, Txn
 from ..storage.lock import writer
 from .arrow import ArrowZSets, holding
 from .bgp import state_tables
-from .lookup import Find, Finder, counted, finder
+from .lookup import Find, Finder, finder
 from .held import HeldTables, held_tables
 from .held_bags import HeldBags
 from . import views_table
@@ -205,9 +205,7 @@ class Runner:
             return rows if columns is None else rows.select(columns)
 
         def counts(table: str, column: str, values: pa.Array) -> np.ndarray:
-            if table in held:
-                return indexed.count(table, column, values)
-            return counted(found(table, {column: values}, [column])[column], values)
+            return (indexed if table in held else filtered).count(table, column, values)
         find = Finder(found, counts)
 
         # one frame per table for the batch (its version is fixed): the Spark engine's delta rules
