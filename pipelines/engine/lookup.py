@@ -56,11 +56,14 @@ class Finder:
         return self._counts(table, column, values)
 
 
-def counted(column: pa.Array | pa.ChunkedArray, values: pa.Array) -> np.ndarray:
-    """How many of ``column``'s entries are each of ``values`` (distinct)."""
-    at = pc.index_in(column, value_set=values).drop_null()
-    return np.bincount(at.to_numpy(zero_copy_only=False), minlength=len(values)) if len(at) else \
-        np.zeros(len(values), np.int64)
+def counted(column: pa.Array | pa.ChunkedArray, values: pa.Array,
+            weights: pa.Array | pa.ChunkedArray | None = None) -> np.ndarray:
+    """How many of ``column``'s entries are each of ``values`` (distinct); the ``weights`` beside
+    the entries summed instead, if given (a change's multiplicities)."""
+    at = pc.index_in(column, value_set=values)
+    held = np.asarray(at.is_valid())
+    weight = None if weights is None else np.asarray(weights)[held]
+    return np.bincount(np.asarray(at.fill_null(0))[held], weights=weight, minlength=len(values)).astype(np.int64)
 
 
 #: A lookup of at most 1/_FEW of a column's distinct values may go through the column's hash of them.
@@ -154,12 +157,17 @@ class Lookup:
                 self._codes = HashIndex.of(self.values)
         return self._codes
 
-    def positions_of(self, codes: np.ndarray) -> np.ndarray:
-        """The positions of the rows holding a value of ``codes`` (:meth:`codes_of`), in row order."""
+    def _rows_of(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The rows holding a value of ``codes``, code by code (each code's range of the rows by
+        code), with the position in ``codes`` of each one's code."""
         first = self.starts[codes]
         sizes = self.starts[codes + 1] - first
         gathered = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-        return np.sort(self.order[gathered])
+        return self.order[gathered], np.repeat(np.arange(len(codes)), sizes)
+
+    def positions_of(self, codes: np.ndarray) -> np.ndarray:
+        """The positions of the rows holding a value of ``codes`` (:meth:`codes_of`), in row order."""
+        return np.sort(self._rows_of(codes)[0])
 
     def counts(self, wanted: pa.Array, alive: np.ndarray | None = None) -> np.ndarray:
         """How many rows hold each of ``wanted`` (distinct), only those ``alive`` marks (a mask by
@@ -171,11 +179,8 @@ class Lookup:
         if alive is None:
             per_code = self.starts[codes + 1] - self.starts[codes]
         else:
-            first = self.starts[codes]
-            sizes = self.starts[codes + 1] - first
-            gathered = np.repeat(first - np.cumsum(sizes) + sizes, sizes) + np.arange(int(sizes.sum()))
-            per_code = np.bincount(np.repeat(np.arange(len(codes)), sizes), weights=alive[self.order[gathered]],
-                                   minlength=len(codes)).astype(np.int64)
+            rows, owner = self._rows_of(codes)
+            per_code = np.bincount(owner, weights=alive[rows], minlength=len(codes)).astype(np.int64)
         out = np.zeros(len(wanted), np.int64)
         out[found] = per_code[at.filter(at.is_valid()).to_numpy(zero_copy_only=False)]
         return out

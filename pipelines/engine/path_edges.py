@@ -29,7 +29,7 @@ from views.automata import BACKWARD, FORWARD, Symbol
 from views.path_views import ALL
 
 from ..sorted_sets import distinct
-from .lookup import Find
+from .lookup import Find, counted
 from .threads import Memo
 
 #: A path's edges as Arrow triples with their event time (a windowed query's ``t`` term, or '').
@@ -96,10 +96,7 @@ def members(find: Find, view: str, change: pa.Table | None, columns: tuple[str, 
     if not len(touched):
         return {}
     before = sum(find.count(view, c, touched) for c in columns)
-    moved = np.zeros(len(touched), np.int64)
-    for values, mults in changes:
-        at = pc.index_in(values, value_set=touched).to_numpy(zero_copy_only=False)
-        moved += np.bincount(at, weights=mults.to_numpy(), minlength=len(touched)).astype(np.int64)
+    moved = sum((counted(values, touched, mults) for values, mults in changes), np.zeros(len(touched), np.int64))
     return dict(zip(touched.to_pylist(), zip((before > 0).tolist(), (before + moved > 0).tolist())))
 
 

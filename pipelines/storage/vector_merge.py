@@ -91,11 +91,14 @@ class _Column:
         # it while that one is not twice as long): each is more than twice the next, so there
         # are a few (``is_in`` hashes its value set once per chunk), and a value is copied a few
         # times. Merging them all every few commits copied every value appended since reading, a
-        # long run's most, again and again. The chunk read from the table stays as it is (copying
-        # it cost 20 ms at 10M triples).
-        while len(self.dictionary) > 2 and len(self.dictionary[-2]) <= 2 * len(self.dictionary[-1]):
-            last = self.dictionary.pop()
-            self.dictionary[-1] = pa.concat_arrays([self.dictionary[-1], last])
+        # long run's most, again and again. The chunks that carry are found first and concatenated
+        # once. The chunk read from the table stays as it is (copying it cost 20 ms at 10M triples).
+        start, size = len(self.dictionary) - 1, len(values)
+        while start > 1 and len(self.dictionary[start - 1]) <= 2 * size:
+            start -= 1
+            size += len(self.dictionary[start])
+        if start < len(self.dictionary) - 1:
+            self.dictionary[start:] = [pa.concat_arrays(self.dictionary[start:])]
         self.codes = _grown(self.codes, used, np.arange(self.size, self.size + len(values)))
         self.size += len(values)
 
