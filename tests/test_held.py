@@ -111,8 +111,9 @@ def test_a_commit_made_before_is_not_held(tmp_path):
 
 
 def test_an_indexed_set_follows_random_changes_across_rebases():
-    """Removals of base rows and of rows added since, re-insertions of removed base rows, fresh
-    rows, rows that cancel out within a change: after every change, lookups by either column or
+    """Removals of base rows and of rows added since, re-insertions of removed base rows and of
+    removed rows added since, fresh rows, rows that cancel out within a change: after every
+    change, the counts of rows gone equal the masks', and lookups by either column or
     both (whichever index finds fewer rows), the count of each value's rows in a column, and the
     whole content equal a set kept beside it, through several rebases (the base then being what
     the content was)."""
@@ -124,11 +125,15 @@ def test_an_indexed_set_follows_random_changes_across_rebases():
     universe = [(f"s{i % 23}", f"o{i % 37}") for i in range(400)]
     model = set(rng.sample(universe, 150))
     held = IndexedSet(_rows(sorted(model), 1), len(model), 0)
-    bases, kept_gone = set(), 0
+    bases, kept_gone, last_gone, last_added = set(), 0, [], []
     for step in range(1, 120):
         present, absent = sorted(model), sorted(set(universe) - model)
         gone = rng.sample(present, min(len(present), rng.randint(0, 6)))
         added = rng.sample(absent, min(len(absent), rng.randint(0, 6)))
+        # often a row the change before added (since the base, then) or removed
+        gone += [row for row in last_added[:rng.randint(0, 2)] if row not in gone]
+        added += [row for row in last_gone[:rng.randint(0, 2)] if row not in added]
+        last_gone, last_added = gone, added
         # at times a row that comes and goes within the change (it sums to nothing)
         passing = rng.sample(absent, 1) if absent and rng.random() < 0.3 else []
         held = held.after(pa.concat_tables([_rows(gone, -1), _rows(passing, 1), _rows(added, 1), _rows(passing, -1)]))
@@ -137,6 +142,10 @@ def test_an_indexed_set_follows_random_changes_across_rebases():
             kept_gone += 1      # a rebase that left the base rows gone in it, masked
         bases.add(id(held.base))
         assert _content(held.content()) == model
+        # the counts of rows gone (the rebases' rule) are those the masks hold, and the size the model's
+        assert held.gone == (0 if held.alive is None else int((~held.alive).sum()))
+        assert held.new_gone == (0 if held.new_alive is None else int((~held.new_alive).sum()))
+        assert held.size == len(model)
         wanted = [sorted({pair[index] for pair in rng.sample(universe, 12)}) for index in (0, 1)]
         for keys in ({"v0": wanted[0]}, {"v1": wanted[1]}, {"v0": wanted[0], "v1": wanted[1]},
                      {"v1": wanted[1], "v0": wanted[0]}):

@@ -87,7 +87,9 @@ def _consolidated(delta: pa.Table) -> tuple[pa.Table, pa.Array]:
 class IndexedSet:
     """A table whose content is a set (every row's multiplicity 1) at one version, held as a base
     (rows of earlier versions, indexed on first use by any column) less the base rows gone (a
-    mask of positions) plus the rows added since (``new``, not in the base).
+    mask of positions) plus the rows added since (``new``, not in the base) less those of them
+    gone since (a mask too: dropping them copied every row added since, at every batch that
+    removed one, a twentieth of a path batch's CPU).
 
     A batch's change updates the mask and ``new`` from its own rows: the base rows it removes are
     found through the base's index, so neither a lookup nor a change sums the rows of every batch
@@ -106,6 +108,8 @@ class IndexedSet:
         self.gone = 0                            # base rows not alive
         self.new = content.slice(0, 0)
         self.new_keys = pa.chunked_array([row_keys(self.new)])
+        self.new_alive: np.ndarray | None = None     # rows of ``new`` still in the content (None: all)
+        self.new_gone = 0                            # rows of ``new`` not alive
         self.stored = stored            # rows the table holds on disk at ``version``
         self.size = content.num_rows    # rows of its content (a set: the sum of the multiplicities)
         self.version = version
@@ -125,7 +129,8 @@ class IndexedSet:
         if not self.new.num_rows:
             return rows
         self.passed += self.new.num_rows      # (threads may lose a count: it only delays a rebuild)
-        new = self.new.filter(holding(self.new, keys))
+        hold = holding(self.new, keys)
+        new = self.new.filter(hold if self.new_alive is None else hold & self.new_alive)
         return pa.concat_tables([rows, new if columns is None else new.select(columns)])
 
     def count(self, column: str, values: pa.Array) -> np.ndarray:
@@ -134,14 +139,13 @@ class IndexedSet:
         counts = self._lookup(column).counts(values, self.alive)
         if self.new.num_rows:
             self.passed += self.new.num_rows
-            counts += counted(self.new[column], values)
+            counts += counted(self.new[column], values, self.new_alive)
         return counts
 
     def content(self) -> pa.Table:
         """The whole content: the base's rows alive, and the new ones."""
         if self._content is None:
-            kept = self.base if self.alive is None else self.base.filter(pa.array(self.alive))
-            self._content = pa.concat_tables([kept, self.new])
+            self._content = pa.concat_tables([_alive(self.base, self.alive), _alive(self.new, self.new_alive)])
         return self._content
 
     def after(self, delta: pa.Table) -> "IndexedSet":
@@ -156,11 +160,14 @@ class IndexedSet:
         entering = pc.invert(leaving)
         removed, removed_keys = delta.filter(leaving), keys.filter(leaving)
         added, added_keys = delta.filter(entering), keys.filter(entering)
-        # a removed row is a new one or a base row alive; an added row a base row gone or none of the base's
-        newly = pc.is_in(self.new_keys, value_set=removed_keys)
-        if pc.any(newly).as_py():       # (the rows added since are copied only when some leave)
-            later.new, later.new_keys = self.new.filter(pc.invert(newly)), self.new_keys.filter(pc.invert(newly))
-        from_base = pc.invert(pc.is_in(removed_keys, value_set=self.new_keys.filter(newly)))
+        # a removed row is a new one alive or a base row alive; an added row a base row gone or none of the base's
+        newly = pc.is_in(self.new_keys, value_set=removed_keys).to_numpy()
+        if self.new_alive is not None:
+            newly &= self.new_alive
+        if newly.any():
+            later.new_alive = ~newly if self.new_alive is None else self.new_alive & ~newly
+            later.new_gone = self.new_gone + int(newly.sum())
+        from_base = pc.invert(pc.is_in(removed_keys, value_set=self.new_keys.filter(pa.array(newly))))
         gone, _ = self._positions(removed.filter(from_base), removed_keys.filter(from_base), alive=True)
         back, back_keys = self._positions(added, added_keys, alive=False)
         if len(gone) or len(back):
@@ -168,8 +175,11 @@ class IndexedSet:
             alive[gone], alive[back] = False, True
             later.alive, later.gone = alive, self.base.num_rows - int(alive.sum())
         fresh = pc.invert(pc.is_in(added_keys, value_set=back_keys))
-        later.new = pa.concat_tables([later.new, added.filter(fresh)])
-        later.new_keys = pa.chunked_array([*later.new_keys.chunks, added_keys.filter(fresh)])
+        entered = added.filter(fresh)
+        later.new = pa.concat_tables([self.new, entered])
+        later.new_keys = pa.chunked_array([*self.new_keys.chunks, added_keys.filter(fresh)])
+        if later.new_alive is not None:
+            later.new_alive = np.concatenate([later.new_alive, np.ones(entered.num_rows, bool)])
         later.passed += self.new.num_rows
         if later.passed > REBUILD_COST * later.base.num_rows or \
                 later.gone + later.new.num_rows > REBASE * later.base.num_rows:
@@ -178,19 +188,21 @@ class IndexedSet:
 
     def _rebased(self) -> "IndexedSet":
         """This set with the rows added since its base made part of a new base, each column's
-        index carried over (:meth:`.Lookup.extended`). The base rows gone stay in it, masked, until
-        they pass :data:`REBASE` of the base: dropping them at every rebase cost a second copy of
-        every row (the new base is one chunk, as a lookup takes rows by position) and renumbered
-        the rows of every index."""
-        compact = self.gone > REBASE * self.base.num_rows
+        index carried over (:meth:`.Lookup.extended`). The rows gone (of the base or added since)
+        stay in it, masked, until they pass :data:`REBASE` of the base: dropping them at every
+        rebase cost a second copy of every row (the new base is one chunk, as a lookup takes rows
+        by position) and renumbered the rows of every index."""
+        gone = self.gone + self.new_gone
+        compact = gone > REBASE * self.base.num_rows
         content = self.content() if compact else pa.concat_tables([self.base, self.new])
         rebased = IndexedSet(content, self.stored, self.version)
-        kept = self.alive if compact else None
-        rebased._lookups = Memo({column: lookup.extended(kept, self.new[column])
+        kept, added = (self.alive, _alive(self.new, self.new_alive)) if compact else (None, self.new)
+        rebased._lookups = Memo({column: lookup.extended(kept, added[column])
                                  for column, lookup in self._lookups.items()})
-        if not compact and self.alive is not None:
-            rebased.alive = np.concatenate([self.alive, np.ones(self.new.num_rows, bool)])
-            rebased.gone, rebased.size, rebased._content = self.gone, self.size, self._content
+        if not compact and gone:
+            rebased.alive = np.concatenate([np.ones(self.base.num_rows, bool) if self.alive is None else self.alive,
+                                            np.ones(self.new.num_rows, bool) if self.new_alive is None else self.new_alive])
+            rebased.gone, rebased.size, rebased._content = gone, self.size, self._content
         return rebased
 
     def _lookup(self, column: str) -> Lookup:
@@ -228,6 +240,11 @@ class IndexedSet:
         found = row_keys(self.base.select(columns).take(candidates))
         hit = pc.is_in(found, value_set=keys)
         return candidates[hit.to_numpy(zero_copy_only=False)], found.filter(hit)
+
+
+def _alive(rows: pa.Table, alive: np.ndarray | None) -> pa.Table:
+    """The ``rows`` a mask marks ``alive`` (None: all of them)."""
+    return rows if alive is None else rows.filter(pa.array(alive))
 
 
 @dataclass
