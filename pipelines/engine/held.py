@@ -72,7 +72,7 @@ def row_keys(rows: pa.Table) -> pa.Array:
     return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
 
 
-def _consolidated(delta: pa.Table) -> tuple[pa.Table, pa.Array]:
+def consolidated(delta: pa.Table) -> tuple[pa.Table, pa.Array]:
     """``delta`` consolidated, with its rows' :func:`row_keys`. A change comes consolidated from
     the engine (a view's net change, a path step's rows of distinct nodes): it is summed only when
     two rows share a key or one has no multiplicity, which counting the distinct keys tells (a
@@ -153,7 +153,7 @@ class IndexedSet:
         new holder sharing the base and its indexes, or the content as a new base."""
         later = copy.copy(self)
         later.stored += delta.num_rows
-        delta, keys = _consolidated(delta.select(self.base.column_names).cast(self.base.schema))
+        delta, keys = consolidated(delta.select(self.base.column_names).cast(self.base.schema))
         later.size += int(pc.sum(delta[MULT]).as_py() or 0)
         later._content = None
         leaving = pc.less(delta[MULT], 0).combine_chunks()
@@ -242,6 +242,18 @@ class IndexedSet:
         return candidates[hit.to_numpy(zero_copy_only=False)], found.filter(hit)
 
 
+def indexed(folded: pa.Table, rest: pa.Table, version: int) -> IndexedSet:
+    """A set table at ``version`` as :meth:`TableStore.read_folded` gives it (the rows of its last
+    fold, and the others), indexed: the fold's rows, every one of multiplicity 1, are the base as
+    they are, and the others its change (:meth:`IndexedSet.after`), so only those are summed;
+    without such a fold, every row is."""
+    if folded.num_rows and pc.all(pc.equal(folded[MULT], 1)).as_py():
+        held = IndexedSet(folded, folded.num_rows, version)
+        return held.after(rest) if rest.num_rows else held
+    rows = pa.concat_tables([folded, rest])
+    return IndexedSet(consolidate(rows, data_columns(rows)).cast(rows.schema), rows.num_rows, version)
+
+
 def _alive(rows: pa.Table, alive: np.ndarray | None) -> pa.Table:
     """The ``rows`` a mask marks ``alive`` (None: all of them)."""
     return rows if alive is None else rows.filter(pa.array(alive))
@@ -257,21 +269,19 @@ class _HeldViews:
     version: int
     stored: int                     # rows the table holds on disk at ``version``
     sets: dict[str, IndexedSet]
-    parts: dict[str, pa.Table]      # a view's stored rows, not yet indexed
+    parts: dict[str, tuple[pa.Table, pa.Table]]     # a view's stored rows, not yet indexed: its last fold's, the others
     others: pa.Table
 
     def get(self, name: str) -> IndexedSet:
         if name not in self.sets:
-            part = self.parts.pop(name)
-            content = consolidate(part, data_columns(part)).cast(part.schema)
-            self.sets[name] = IndexedSet(content, part.num_rows, self.version)
+            self.sets[name] = indexed(*self.parts.pop(name), self.version)
         return self.sets[name]
 
     def size(self) -> int:
         """The content's rows, counting a view not indexed by its stored rows (at least its
         content: a fold comes no earlier than the rule says)."""
-        return (sum(s.size for s in self.sets.values()) + sum(p.num_rows for p in self.parts.values())
-                + self.others.num_rows)
+        return (sum(s.size for s in self.sets.values())
+                + sum(f.num_rows + r.num_rows for f, r in self.parts.values()) + self.others.num_rows)
 
 
 class HeldTables:
@@ -315,9 +325,7 @@ class HeldTables:
             version = self.store.version(name) if version is None else version
             held = self._sets.get(name)
             if held is None or held.version != version:
-                rows = self.store.read_arrow(name, version)
-                content = consolidate(rows, data_columns(rows)).cast(rows.schema)
-                held = self._sets[name] = IndexedSet(content, rows.num_rows, version)
+                held = self._sets[name] = indexed(*self.store.read_folded(name, version), version)
             return held
 
     def _views_at(self, version: int | None) -> _HeldViews:
@@ -325,9 +333,12 @@ class HeldTables:
         version = self.store.version(VIEWS) if version is None else version
         held = self._held_views
         if held is None or held.version != version:
-            rows = self.store.read_arrow(VIEWS, version)
-            parts, others = views_table.split(rows, self._views.values())
-            held = self._held_views = _HeldViews(version, rows.num_rows, {}, parts, others)
+            folded, rest = self.store.read_folded(VIEWS, version)
+            (folded_parts, folded_others), (parts, others) = (views_table.split(rows, self._views.values())
+                                                              for rows in (folded, rest))
+            held = self._held_views = _HeldViews(
+                version, folded.num_rows + rest.num_rows, {}, {v: (folded_parts[v], parts[v]) for v in parts},
+                pa.concat_tables([folded_others, others]))
         return held
 
     def read(self, name: str, versions: Mapping[str, int]) -> pa.Table:
@@ -368,7 +379,7 @@ class HeldTables:
         del self._sets[name]        # held again only once the commit is known to have been made now
         if folds(held.stored, delta.num_rows, after.size):
             content = after.content()
-            if self.store.overwrite(name, content, txn):    # the rows on disk change, not what is held
+            if self.store.fold(name, content, txn):     # the rows on disk change, not what is held
                 after.stored, after.version = content.num_rows, self.store.version(name)
                 self._sets[name] = after
         elif self.store.append(name, delta, txn):
@@ -389,7 +400,7 @@ class HeldTables:
             after.others = consolidate(after.others, [VIEW, *VIEW_COLUMNS]).cast(S.VIEWS)
             content = pa.concat_tables([after.others]
                                        + [views_table.stored(name, s.content()) for name, s in after.sets.items()])
-            if self.store.overwrite(VIEWS, content, txn):
+            if self.store.fold(VIEWS, content, txn):
                 after.stored, after.version = content.num_rows, self.store.version(VIEWS)
                 self._held_views = after
         elif self.store.append(VIEWS, pa.concat_tables([views_table.stored(n, d) for n, d in deltas.items()]), txn):

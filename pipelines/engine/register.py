@@ -24,7 +24,7 @@ from ..storage import TableStore
 from ..storage.lock import writer
 from .bgp import QueryMaintainer
 from .merge_on_read import content_arrow
-from .held import held_tables
+from .held import consolidated, held_tables
 from .paths import path_backfill, path_tables
 from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
 from .step import change_rows, changes_schema, gold_schema
@@ -84,7 +84,7 @@ def _fill_path(store: TableStore, path: PathDef, read: Callable[[str], pa.Table]
     for name, rows in path_backfill(path, read).items():
         if name not in kept:
             store.create(name, rows.schema)
-            store.append(name, rows)
+            store.fold(name, consolidated(rows)[0])     # (a read then takes its rows as they are)
             kept.add(name)
 
 

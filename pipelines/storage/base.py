@@ -90,6 +90,19 @@ class TableStore(Protocol):
         files it touches anyway, when the caller holds the table's new content); False when ``txn``
         was already committed."""
 
+    def fold(self, name: str, content: pa.Table, txn: Txn | None = None) -> bool:
+        """:meth:`overwrite` with a merge-on-read table's consolidated ``content`` (each row's
+        data once, its multiplicity not zero; :mod:`pipelines.engine.merge_on_read`), which a
+        later :meth:`read_folded` may hand back as it is. False when ``txn`` was already committed."""
+
+    def read_folded(self, name: str, version: int | None = None) -> tuple[pa.Table, pa.Table]:
+        """Table ``name`` at ``version`` as the rows of its last :meth:`fold` that it still holds
+        (consolidated: none shares another's data) and all its other rows (empty and all of them
+        where the backend does not tell a fold's rows apart). The table's consolidated content is
+        the first summed with the second: a reader that takes the first as it is sums only the
+        rows appended since the fold, not the whole table (grouping a path's 1.65M reach rows by
+        their six columns took 3.6 s)."""
+
     def concurrently(self, writes: Sequence[Callable[[], object]]) -> None:
         """Make ``writes``, commits to distinct tables each carrying its own transaction, in any
         order or at once (a batch's commits are independent: the batch log's done record, written

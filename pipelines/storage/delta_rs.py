@@ -157,9 +157,14 @@ def _stats(meta: pq.FileMetaData) -> dict:
     return {"numRecords": meta.num_rows, "minValues": low, "maxValues": high, "nullCount": counted}
 
 
-def _data_file() -> str:
+#: How a data file's name starts: ``part`` as delta-rs and Spark name theirs, ``folded`` for one a
+#: fold wrote (:meth:`DeltaRsStore.fold`), whose rows :meth:`DeltaRsStore.read_folded` hands back apart.
+_PART, _FOLDED = "part", "folded"
+
+
+def _data_file(kind: str = _PART) -> str:
     """A new data file's name (unique, as delta-rs names its own)."""
-    return f"part-{uuid.uuid4()}-c000.snappy.parquet"
+    return f"{kind}-{uuid.uuid4()}-c000.snappy.parquet"
 
 
 def _remove_action(path: str, size: int, now: int) -> dict:
@@ -394,6 +399,10 @@ class DeltaRsStore:
     def overwrite(self, name: str, data: Data, txn: Txn | None = None) -> bool:
         return self._write(name, data, "overwrite", txn)
 
+    def fold(self, name: str, content: pa.Table, txn: Txn | None = None) -> bool:
+        # the files are named as folded only where the store commits the overwrite itself
+        return self._write(name, content, "overwrite", txn, kind=_FOLDED)
+
     def concurrently(self, writes: Sequence[Callable[[], object]]) -> None:
         # A small commit spends most of its time in delta-rs's Rust code, which releases the GIL
         # (parquet encoding, file and log writes): a batch's dozens of commits overlap on threads.
@@ -406,7 +415,7 @@ class DeltaRsStore:
         for future in futures:
             future.result()
 
-    def _write(self, name: str, data: Data, mode: str, txn: Txn | None) -> bool:
+    def _write(self, name: str, data: Data, mode: str, txn: Txn | None, kind: str = _PART) -> bool:
         if self._done(name, txn):
             return False
         table = self._arrow(name, data)
@@ -416,7 +425,7 @@ class DeltaRsStore:
             if after is None:
                 return False
         elif mode == "overwrite" and self._plain(name) and (live := self._live_files(name)) is not None:
-            after = self._commit_overwrite(name, before, live, self._write_files(name, table), txn)
+            after = self._commit_overwrite(name, before, live, self._write_files(name, table, kind), txn)
         else:
             dt = self._table(name)
             write_deltalake(dt, table, mode=mode, commit_properties=self._props(txn),
@@ -466,12 +475,13 @@ class DeltaRsStore:
         """Whether table ``name``'s protocol has the deletion vectors feature."""
         return FEATURE in (self._protocol(name).reader_features or ())
 
-    def _write_files(self, name: str, table: pa.Table) -> list[str]:
+    def _write_files(self, name: str, table: pa.Table, kind: str = _PART) -> list[str]:
         """``table`` written as parquet files in table ``name``'s folder (one per
-        :data:`_FILE_ROWS` rows, none for no rows), for a commit of this store's to add."""
+        :data:`_FILE_ROWS` rows, none for no rows; their names starting with ``kind``), for a
+        commit of this store's to add."""
         paths = []
         for start in range(0, table.num_rows, _FILE_ROWS):
-            paths.append(_data_file())
+            paths.append(_data_file(kind))
             pq.write_table(table.slice(start, _FILE_ROWS), os.path.join(self.path(name), paths[-1]),
                            row_group_size=_ROW_GROUP)
         return paths
@@ -728,6 +738,24 @@ class DeltaRsStore:
 
     def read_arrow(self, name: str, version: int | None = None,
                    columns: Sequence[str] | None = None) -> pa.Table:
+        schema, at, parts = self._parts(name, version, columns)
+        table = pa.concat_tables([rows for _, rows in parts]) if parts else pa.Table.from_batches([], schema)
+        if not columns and at is not None:
+            self._remember(name, at, table)
+        return table
+
+    def read_folded(self, name: str, version: int | None = None) -> tuple[pa.Table, pa.Table]:
+        schema, _, parts = self._parts(name, version, None)
+        folded = [rows for path, rows in parts if path is not None and os.path.basename(path).startswith(_FOLDED)]
+        rest = [rows for path, rows in parts if path is None or not os.path.basename(path).startswith(_FOLDED)]
+        empty = pa.Table.from_batches([], schema)
+        return (pa.concat_tables(folded) if folded else empty), (pa.concat_tables(rest) if rest else empty)
+
+    def _parts(self, name: str, version: int | None,
+               columns: Sequence[str] | None) -> tuple[pa.Schema, int | None, list[tuple[str | None, pa.Table]]]:
+        """Table ``name`` at ``version`` (``columns`` only, if given): its schema, the version read
+        from its files (None when its rows came from memory), and its rows by data file (path None
+        for rows held in memory)."""
         # Read the version's parquet files with pyarrow: delta-rs's own reader can abort the
         # process at exit (delta-rs#2184). Each file with ParquetFile, on threads as pyarrow.dataset
         # would: pyarrow.dataset and pq.read_table import pandas, half a second of a CLI read (so
@@ -738,13 +766,12 @@ class DeltaRsStore:
         known = self._known.get(name)
         at = self._head(name) if version is None else version     # a version held opens no table
         if known is not None and known[0] == at:
-            return self._from_memory(known[1].select(schema.names))
+            return schema, None, [(None, self._from_memory(known[1].select(schema.names)))]
         placed = self._placed.get(name)
         held = placed.content(schema) if placed is not None and placed.version == at else None
         if held is not None:            # a table MERGEd by deletion vectors: its rows are held
-            return self._from_memory(held)
+            return schema, None, [(None, self._from_memory(held))]
         dt = self._table(name, version)
-        at = dt.version()
         wanted = set(schema.names)
 
         def read(path: str) -> tuple[pa.Table, int]:
@@ -757,17 +784,11 @@ class DeltaRsStore:
 
         files = _files(dt)
         kept = kept_rows(dt) if files else {}
-        if not files:
-            table = pa.Table.from_batches([], schema)
-        else:
-            parts = list(_pool("readers", pa.io_thread_count()).map(read, files))
-            table = pa.concat_tables([part for part, _ in parts])
-            with self._counting:
-                self.reads.file_rows += table.num_rows
-                self.reads.file_bytes += sum(size for _, size in parts)
-        if not columns:
-            self._remember(name, at, table)
-        return table
+        parts = list(_pool("readers", pa.io_thread_count()).map(read, files))
+        with self._counting:
+            self.reads.file_rows += sum(rows.num_rows for rows, _ in parts)
+            self.reads.file_bytes += sum(size for _, size in parts)
+        return schema, dt.version(), [(path, rows) for path, (rows, _) in zip(files, parts)]
 
     def find_held(self, name: str, column: str, values: pa.Array, version: int) -> pa.Table | None:
         placed = self._placed.get(name)
