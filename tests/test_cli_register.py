@@ -114,6 +114,31 @@ def test_a_registered_path_is_shared_and_kept_while_a_query_uses_it(lake, tmp_pa
                                                                 "http://e/s,http://e/n,http://e/o"]
 
 
+def test_a_registration_writes_the_views_and_a_paths_tables_as_folds(lake, tmp_path):
+    """Each registration folds the views table with its new views' rows (a run then takes them as
+    they are: :meth:`TableStore.read_folded`): the table's rows are all the fold's, none of them
+    repeated, each view's together; a path's tables are written as folds too."""
+    register_on(lake, tmp_path, {"a": "SELECT ?s { ?s <http://e/p> ?o . ?o <http://e/q> ?z }"},
+                "<http://e/a> <http://e/p> <http://e/b> .\n<http://e/b> <http://e/q> <http://e/c> .\n")
+    # a batch appends rows to both of a's views after their first rows: b's registration sums them
+    (tmp_path / "more.nt").write_text("<http://e/b> <http://e/p> <http://e/c> .\n<http://e/c> <http://e/q> <http://e/d> .\n"
+                                      "<http://e/b> <http://e/r> <http://e/c> .\n<http://e/c> <http://e/r> <http://e/b> .\n",
+                                      encoding="utf-8")
+    assert cli.main(["--lake", lake, "ingest", str(tmp_path / "more.nt")]) == 0
+    assert cli.main(["--lake", lake, "run"]) == 0
+    (tmp_path / "b.rq").write_text("SELECT * { ?s <http://e/p> ?o . ?o <http://e/r>+ ?y }", encoding="utf-8")
+    assert cli.main(["--lake", lake, "register", str(tmp_path / "b.rq")]) == 0
+    store = DeltaRsStore(lake)
+    folded, rest = store.read_folded(VIEWS)
+    assert rest.num_rows == 0 and folded.num_rows > 0 and set(folded[MULT].to_pylist()) == {1}
+    rows = [tuple(r.values()) for r in folded.drop_columns([MULT]).to_pylist()]
+    assert len(rows) == len(set(rows))
+    runs = [view for i, view in enumerate(folded[VIEW].to_pylist()) if i == 0 or view != folded[VIEW][i - 1].as_py()]
+    assert len(runs) == len(set(runs)) == len(views_held(lake)) == 3     # ?s p ?o, ?o q ?z (a's), the r edges (b's)
+    paths = [t for t in lake_state(lake) if t.startswith("p_")]
+    assert paths and all(store.read_folded(t)[1].num_rows == 0 < store.read_folded(t)[0].num_rows for t in paths)
+
+
 def test_a_register_query_header_names_the_query(lake, tmp_path, capsys):
     query = tmp_path / "file_name.rq"
     query.write_text("REGISTER QUERY byHeader AS\nSELECT ?s { ?s <http://e/p> ?o }", encoding="utf-8")

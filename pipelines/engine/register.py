@@ -74,7 +74,7 @@ def _fill_views(store: TableStore, z: ZSetEngine, at: BatchRecord, views: list[V
         frame = triples_in_graph(for_views(bronze, views)).cache()
         rows = {view.id: view_rows(frame, view).toArrow() for view in views}
         frame.unpersist()
-    store.append(VIEWS, pa.concat_tables([views_table.stored(view.id, rows[view.id]) for view in views]))
+    views_table.fold_in(store, [views_table.stored(view.id, rows[view.id]) for view in views])
 
 
 def _fill_path(store: TableStore, path: PathDef, read: Callable[[str], pa.Table], kept: set[str]) -> None:

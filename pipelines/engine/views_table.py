@@ -82,6 +82,18 @@ def spark_reads(views: Iterable[ViewDef], read: Callable[[str], DataFrame]) -> C
     return lambda name: of_view_spark(read(VIEWS), by_id[name]) if name in by_id else read(name)
 
 
+def fold_in(store: TableStore, parts: Iterable[pa.Table]) -> None:
+    """Fold the views table with ``parts`` (rows of new views, as :func:`stored` gives them) added:
+    a registration's backfill. Appended, the new views' rows, and every row the table had taken
+    since its last fold, would be summed by every run's first batch until the table's next fold
+    (hundreds of batches away for a large lake); folded, a run takes them as they are
+    (:meth:`TableStore.read_folded`). The content is grouped by view, as :func:`split` reads it."""
+    rows = pa.concat_tables([store.read_arrow(VIEWS), *parts])
+    content = consolidate(rows, [VIEW, *VIEW_COLUMNS]).cast(rows.schema)
+    by_view = np.argsort(pc.dictionary_encode(content[VIEW]).combine_chunks().indices.to_numpy(), kind="stable")
+    store.fold(VIEWS, content.take(by_view))
+
+
 def forget(store: TableStore, view_ids: Iterable[str]) -> None:
     """Delete the rows of ``view_ids`` (views no registered query uses any more), if the table
     holds any: a DELETE scans every file its predicate's statistics cannot rule out, where reading
