@@ -35,7 +35,7 @@ from ..lake import VIEWS
 from ..storage import TableStore, Txn
 from . import views_table
 from .arrow import consolidate, data_columns, holding
-from .merge_on_read import folds
+from .merge_on_read import consolidated, folds, row_keys
 from .lookup import Find, Finder, Lookup, considered, counted, narrowest, take_holding
 from .threads import Memo
 
@@ -55,33 +55,6 @@ def held_tables(plans: Iterable[QueryPlan]) -> set[str]:
     """The merge-on-read tables of the queries over the whole graph among ``plans``: their views,
     path views and reach tables (a windowed query keeps its views in its own state table)."""
     return set(catalog.shared_tables([p for p in plans if not p.windowed]))
-
-
-def row_keys(rows: pa.Table) -> pa.Array:
-    """One string per row naming its values in the data columns, unbound values included (a null
-    is the empty string, which no term and no number is; terms never hold a newline, N-Triples
-    escapes it): two rows share a key exactly when a null-safe equality of those columns holds."""
-    columns = data_columns(rows)
-    if not columns:
-        return pa.repeat(pa.scalar("", pa.string()), rows.num_rows)
-    parts = [pc.cast(rows[c], pa.string()) for c in columns]
-    if len(parts) == 1:
-        keys = pc.fill_null(parts[0], "")
-    else:
-        keys = pc.binary_join_element_wise(*parts, "\n", null_handling="replace", null_replacement="")
-    return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
-
-
-def consolidated(delta: pa.Table) -> tuple[pa.Table, pa.Array]:
-    """``delta`` consolidated, with its rows' :func:`row_keys`. A change comes consolidated from
-    the engine (a view's net change, a path step's rows of distinct nodes): it is summed only when
-    two rows share a key or one has no multiplicity, which counting the distinct keys tells (a
-    group-by over a path's six reach columns cost more than the rest of taking its change)."""
-    keys = row_keys(delta)
-    if pc.count_distinct(keys).as_py() == len(keys) and pc.all(pc.not_equal(delta[MULT], 0)).as_py():
-        return delta, keys
-    delta = consolidate(delta, data_columns(delta)).select(delta.column_names).cast(delta.schema)
-    return delta, row_keys(delta)
 
 
 class IndexedSet:

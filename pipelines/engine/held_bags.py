@@ -30,7 +30,7 @@ from schemas.tables import MULT
 
 from ..storage import TableStore, Txn
 from .arrow import CHUNKS, data_columns, sum_touched
-from .held import row_keys
+from .merge_on_read import row_keys
 
 
 #: Tables of more rows are MERGEd instead (by the store: by deletion vectors on delta-rs, whose
@@ -42,7 +42,7 @@ REWRITE_MAX_ROWS = 50_000
 
 @dataclass(frozen=True)
 class _Bag:
-    """A table's content at one version, and each row's key (:func:`.held.row_keys`), both in
+    """A table's content at one version, and each row's key (:func:`.merge_on_read.row_keys`), both in
     chunks (a batch's new content shares the old one's buffers but for the rows it changes)."""
 
     version: int

@@ -17,10 +17,11 @@ from __future__ import annotations
 from typing import Callable, Collection
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from schemas.tables import MULT
 
-from .arrow import consolidate
+from .arrow import consolidate, data_columns
 
 #: A merge-on-read table is rewritten consolidated once its rows would exceed this many times its content.
 FOLD = 2
@@ -39,3 +40,30 @@ def content_arrow(merged: Collection[str], read: Callable[[str], pa.Table]) -> C
         rows = read(name)
         return consolidate(rows, [c for c in rows.column_names if c != MULT]).cast(rows.schema) if name in merged else rows
     return arrow
+
+
+def row_keys(rows: pa.Table) -> pa.Array:
+    """One string per row naming its values in the data columns, unbound values included (a null
+    is the empty string, which no term and no number is; terms never hold a newline, N-Triples
+    escapes it): two rows share a key exactly when a null-safe equality of those columns holds."""
+    columns = data_columns(rows)
+    if not columns:
+        return pa.repeat(pa.scalar("", pa.string()), rows.num_rows)
+    parts = [pc.cast(rows[c], pa.string()) for c in columns]
+    if len(parts) == 1:
+        keys = pc.fill_null(parts[0], "")
+    else:
+        keys = pc.binary_join_element_wise(*parts, "\n", null_handling="replace", null_replacement="")
+    return keys.combine_chunks() if isinstance(keys, pa.ChunkedArray) else keys
+
+
+def consolidated(delta: pa.Table) -> tuple[pa.Table, pa.Array]:
+    """``delta`` consolidated, with its rows' :func:`row_keys`. A change comes consolidated from
+    the engine (a view's net change, a path step's rows of distinct nodes): it is summed only when
+    two rows share a key or one has no multiplicity, which counting the distinct keys tells (a
+    group-by over a path's six reach columns cost more than the rest of taking its change)."""
+    keys = row_keys(delta)
+    if pc.count_distinct(keys).as_py() == len(keys) and pc.all(pc.not_equal(delta[MULT], 0)).as_py():
+        return delta, keys
+    delta = consolidate(delta, data_columns(delta)).select(delta.column_names).cast(delta.schema)
+    return delta, row_keys(delta)

@@ -23,8 +23,8 @@ from ..spark import SparkSource, master_of
 from ..storage import TableStore
 from ..storage.lock import writer
 from .bgp import QueryMaintainer
-from .merge_on_read import content_arrow
-from .held import consolidated, held_tables
+from .merge_on_read import consolidated, content_arrow
+from .held import held_tables
 from .paths import path_backfill, path_tables
 from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
 from .step import change_rows, changes_schema, gold_schema
@@ -74,7 +74,7 @@ def _fill_views(store: TableStore, z: ZSetEngine, at: BatchRecord, views: list[V
         frame = triples_in_graph(for_views(bronze, views)).cache()
         rows = {view.id: view_rows(frame, view).toArrow() for view in views}
         frame.unpersist()
-    views_table.fold_in(store, [views_table.stored(view.id, rows[view.id]) for view in views])
+    views_table.add_views(store, [views_table.stored(view.id, rows[view.id]) for view in views])
 
 
 def _fill_path(store: TableStore, path: PathDef, read: Callable[[str], pa.Table], kept: set[str]) -> None:

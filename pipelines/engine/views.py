@@ -117,7 +117,7 @@ def _shaped(z: SparkZSets, rows: Relation, view: ViewDef, extra: Sequence[str]) 
 
 def _touching(firsts: Sequence[str], keys: Sequence[str]) -> str:
     """Spark SQL selecting a shaped view's rows whose key is one of ``keys`` (the padded columns
-    joined by newlines, as :func:`pipelines.engine.held.row_keys` joins them: terms never hold
+    joined by newlines, as :func:`pipelines.engine.merge_on_read.row_keys` joins them: terms never hold
     one), tested first on the first column alone, which parquet statistics can prune on."""
     joined = f"concat_ws({sql_string(chr(10))}, {', '.join(_PAD)})"
     return (f"c0 IN ({', '.join(map(sql_string, firsts))}) "

@@ -95,9 +95,16 @@ class TableStore(Protocol):
         data once, its multiplicity not zero; :mod:`pipelines.engine.merge_on_read`), which a
         later :meth:`read_folded` may hand back as it is. False when ``txn`` was already committed."""
 
+    def append_folded(self, name: str, rows: pa.Table, txn: Txn | None = None) -> bool:
+        """:meth:`append` ``rows`` as part of the table's last :meth:`fold`: consolidated rows none
+        of which shares its data with any other row of the table (a registration's new views,
+        kept in the views table beside the others), which :meth:`read_folded` may hand back with
+        the fold's. False when ``txn`` was already committed."""
+
     def read_folded(self, name: str, version: int | None = None) -> tuple[pa.Table, pa.Table]:
-        """Table ``name`` at ``version`` as the rows of its last :meth:`fold` that it still holds
-        (consolidated: none shares another's data) and all its other rows (empty and all of them
+        """Table ``name`` at ``version`` as the rows of its last :meth:`fold` (and of the
+        :meth:`append_folded` since) that it still holds (consolidated: none shares another's
+        data) and all its other rows (empty and all of them
         where the backend does not tell a fold's rows apart). The table's consolidated content is
         the first summed with the second: a reader that takes the first as it is sums only the
         rows appended since the fold, not the whole table (grouping a path's 1.65M reach rows by

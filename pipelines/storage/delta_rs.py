@@ -159,7 +159,8 @@ def _stats(meta: pq.FileMetaData) -> dict:
 
 
 #: How a data file's name starts: ``part`` as delta-rs and Spark name theirs, ``folded`` for one a
-#: fold wrote (:meth:`DeltaRsStore.fold`), whose rows :meth:`DeltaRsStore.read_folded` hands back apart.
+#: fold wrote (:meth:`DeltaRsStore.fold`, :meth:`DeltaRsStore.append_folded`), whose rows
+#: :meth:`DeltaRsStore.read_folded` hands back apart.
 _PART, _FOLDED = "part", "folded"
 
 
@@ -405,8 +406,11 @@ class DeltaRsStore:
         return self._write(name, data, "overwrite", txn)
 
     def fold(self, name: str, content: pa.Table, txn: Txn | None = None) -> bool:
-        # the files are named as folded only where the store commits the overwrite itself
+        # the files are named as folded only where the store commits the write itself
         return self._write(name, content, "overwrite", txn, kind=_FOLDED)
+
+    def append_folded(self, name: str, rows: pa.Table, txn: Txn | None = None) -> bool:
+        return self._write(name, rows, "append", txn, kind=_FOLDED)
 
     def concurrently(self, writes: Sequence[Callable[[], object]]) -> None:
         # A small commit spends most of its time in delta-rs's Rust code, which releases the GIL
@@ -426,7 +430,7 @@ class DeltaRsStore:
         table = self._arrow(name, data)
         before = self._head(name)
         if mode == "append" and self._plain(name):
-            after = self._commit_appends(name, self._write_files(name, table), txn)
+            after = self._commit_appends(name, self._write_files(name, table, kind), txn)
             if after is None:
                 return False
         elif mode == "overwrite" and self._plain(name) and (live := self._live_files(name)) is not None:

@@ -113,9 +113,12 @@ class DeltaSparkStore(DeltaRsStore):
         writer.save(self.path(name))
         return True
 
+    # Spark names the files its own way: a read takes none of them as a fold's
     def fold(self, name: str, content: pa.Table, txn: Txn | None = None) -> bool:
-        # Spark names the files its own way: a read takes none of them as a fold's
         return self.overwrite(name, content, txn)
+
+    def append_folded(self, name: str, rows: pa.Table, txn: Txn | None = None) -> bool:
+        return self.append(name, rows, txn)
 
     def merge_counts(self, name: str, data: Data, keys: Sequence[str], count: str,
                      txn: Txn | None = None) -> bool:
