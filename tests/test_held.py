@@ -31,11 +31,17 @@ def _commit(store: DeltaRsStore, state: HeldTables, delta: pa.Table, batch: int)
     store.concurrently(state.writes({NAME: delta}, {NAME: store.version(NAME)}, Txn("test", batch)))
 
 
-def test_appends_then_folds_and_lookups_follow_the_content(tmp_path):
+def _started(tmp_path) -> tuple[DeltaRsStore, set[tuple[str, str]]]:
+    """A store whose table holds every pair (r0..r3, n0..n4), appended, and those pairs."""
     store = DeltaRsStore(str(tmp_path))
     store.create(NAME, SCHEMA)
     pairs = {(f"r{i}", f"n{j}") for i in range(4) for j in range(5)}
     store.append(NAME, _rows(sorted(pairs), 1))
+    return store, pairs
+
+
+def test_appends_then_folds_and_lookups_follow_the_content(tmp_path):
+    store, pairs = _started(tmp_path)
     state = HeldTables(store)
     shapes = set()
     for batch in range(1, 8):
@@ -62,10 +68,7 @@ def test_a_run_starting_after_a_fold_takes_its_rows_as_they_are_and_sums_only_th
     summed = []
     monkeypatch.setattr(held_module, "consolidate", lambda rows, columns: summed.append(rows.num_rows) or
                         consolidate(rows, columns))
-    store = DeltaRsStore(str(tmp_path))
-    store.create(NAME, SCHEMA)
-    pairs = {(f"r{i}", f"n{j}") for i in range(4) for j in range(5)}
-    store.append(NAME, _rows(sorted(pairs), 1))
+    store, pairs = _started(tmp_path)
     state = HeldTables(store)
     shapes = set()
     for batch in range(1, 12):
