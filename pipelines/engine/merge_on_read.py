@@ -10,7 +10,9 @@ more than :data:`FOLD` times the content.
 
 Windowed queries keep their state table this way (:mod:`.windowed`, :mod:`.window_state`), the path
 operator its path views and reach tables (:mod:`.held`); gold tables stay consolidated for
-SQL users.
+SQL users. A row is named by its values (:func:`row_keys`), and a change summed only where two of
+its rows share a name (:func:`consolidated`), by the run that holds these tables and by the
+registration that fills them.
 """
 from __future__ import annotations
 
