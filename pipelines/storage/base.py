@@ -104,11 +104,11 @@ class TableStore(Protocol):
     def read_folded(self, name: str, version: int | None = None) -> tuple[pa.Table, pa.Table]:
         """Table ``name`` at ``version`` as the rows of its last :meth:`fold` (and of the
         :meth:`append_folded` since) that it still holds (consolidated: none shares another's
-        data) and all its other rows (empty and all of them
-        where the backend does not tell a fold's rows apart). The table's consolidated content is
-        the first summed with the second: a reader that takes the first as it is sums only the
-        rows appended since the fold, not the whole table (grouping a path's 1.65M reach rows by
-        their six columns took 3.6 s)."""
+        data) and all its other rows (empty and all of them where the backend does not tell a
+        fold's rows apart). The table's consolidated content is the first summed with the
+        second: a reader that takes the first as it is sums only the rows appended since the
+        fold, not the whole table (grouping a path's 1.65M reach rows by their six columns took
+        3.6 s)."""
 
     def concurrently(self, writes: Sequence[Callable[[], object]]) -> None:
         """Make ``writes``, commits to distinct tables each carrying its own transaction, in any
