@@ -134,7 +134,8 @@ class IndexedSet:
         removed, removed_keys = delta.filter(leaving), keys.filter(leaving)
         added, added_keys = delta.filter(entering), keys.filter(entering)
         # a removed row is a new one alive or a base row alive; an added row a base row gone or none of the base's
-        newly = pc.is_in(self.new_keys, value_set=removed_keys).to_numpy()
+        newly = pc.is_in(self.new_keys, value_set=removed_keys).to_numpy() if removed.num_rows else \
+            np.zeros(self.new.num_rows, bool)       # (a view's change without deletions removes nothing)
         if self.new_alive is not None:
             newly &= self.new_alive
         if newly.any():
