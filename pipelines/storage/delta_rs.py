@@ -768,10 +768,10 @@ class DeltaRsStore:
 
     def read_folded(self, name: str, version: int | None = None) -> tuple[pa.Table, pa.Table]:
         schema, _, parts = self._parts(name, version, None)
-        folded = [rows for path, rows in parts if path is not None and os.path.basename(path).startswith(_FOLDED)]
-        rest = [rows for path, rows in parts if path is None or not os.path.basename(path).startswith(_FOLDED)]
-        empty = pa.Table.from_batches([], schema)
-        return (pa.concat_tables(folded) if folded else empty), (pa.concat_tables(rest) if rest else empty)
+        folded, rest = [pa.Table.from_batches([], schema)], [pa.Table.from_batches([], schema)]
+        for path, rows in parts:
+            (folded if path is not None and os.path.basename(path).startswith(_FOLDED) else rest).append(rows)
+        return pa.concat_tables(folded), pa.concat_tables(rest)
 
     def _parts(self, name: str, version: int | None,
                columns: Sequence[str] | None) -> tuple[pa.Schema, int | None, list[tuple[str | None, pa.Table]]]:
