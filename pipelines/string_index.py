@@ -5,8 +5,9 @@ stored rows of a change's keys, the codes of a walk's vertices, the rows a MERGE
 through Python (``hash`` of each value, a ``dict`` of a column's values) that work holds the GIL,
 so the batch's other threads wait on it: 0.87 s to build the dict of a million IRIs and 0.15 s to
 look 100,000 up in it. Hashed here, a million IRIs take 0.12-0.14 s and 100,000 take 13 ms, in
-numpy operations over whole arrays; a :class:`HashIndex` of a column is its values' hashes sorted,
-and a lookup a binary search per wanted value, checked against the values themselves.
+numpy operations over whole arrays; a :class:`HashIndex` of a column is its values' hashes in an
+open-addressing table (:class:`HashTable`), and a lookup a probe or two per wanted value, checked
+against the values themselves.
 """
 from __future__ import annotations
 
@@ -122,46 +123,105 @@ def _block_hashes(values: pa.Array) -> np.ndarray:
     return hashes
 
 
-class HashIndex:
-    """The position of each of some distinct strings, found by hash: the values' hashes sorted,
-    with where each value is. Immutable: :meth:`extended` gives a new index, so a reader of the
-    older one (a batch that started before a commit) keeps what it had."""
+class HashTable:
+    """Rows by a 64-bit hash: an open-addressing hash table (linear probing) in two numpy arrays,
+    a slot's hash and row. Each wanted hash is a probe or two, where a binary search in sorted
+    hashes cost ~25 cache misses per hash (the search was most of a 10,000-edge batch's merges
+    into eleven path queries' 27M answers, and a third of finding a batch's terms in a column's
+    values). Rows whose hashes collide each have a slot, all found along the probe chain, so a
+    caller compares the values of the rows it finds. A consolidated table's live rows by
+    whole-key hash (:mod:`.storage.vector_merge`) move in place: a commit points the slot of a key
+    whose count moves at the key's new row, and a slot whose row died stays until the table is
+    rebuilt (at half full, from the live rows). A column's values (:class:`HashIndex`) only grow,
+    into a new table each time (:meth:`grown`)."""
 
-    def __init__(self, values: pa.Array, hashes: np.ndarray, positions: np.ndarray) -> None:
+    def __init__(self, hashes: np.ndarray, rows: np.ndarray, room: int = 0) -> None:
+        """The table of ``rows`` (different keys, whose hashes are ``hashes``), a quarter full
+        once it holds ``room`` rows more."""
+        size = 16
+        while size < 4 * (len(rows) + room):
+            size *= 2
+        self.hash = np.zeros(size, np.uint64)
+        self.row = np.full(size, -1, np.int64)      # -1: an empty slot
+        self.filled = 0
+        self.insert(hashes, rows)
+
+    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows whose hash is one of ``wanted`` (dead ones too), each with the position in
+        ``wanted`` of its hash and its slot."""
+        mask = np.uint64(len(self.row) - 1)
+        which = np.arange(len(wanted))
+        slot = (wanted & mask).astype(np.int64)
+        rows, owners, slots = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        while len(which):
+            held = self.row[slot]
+            occupied = held >= 0
+            hit = occupied & (self.hash[slot] == wanted[which])
+            rows.append(held[hit])
+            owners.append(which[hit])
+            slots.append(slot[hit])
+            which, slot = which[occupied], (slot[occupied] + 1) & (len(self.row) - 1)
+        return np.concatenate(rows), np.concatenate(owners), np.concatenate(slots)
+
+    def insert(self, hashes: np.ndarray, rows: np.ndarray) -> None:
+        """New keys' ``hashes`` (from different keys) and their ``rows``, each in a slot of its own."""
+        self.filled += len(rows)
+        mask = len(self.row) - 1
+        slot = (hashes & np.uint64(mask)).astype(np.int64)
+        which = np.arange(len(rows))
+        while len(which):
+            free = self.row[slot] < 0
+            self.row[slot[free]] = rows[which[free]]        # of rows claiming one slot, one wins
+            won = free & (self.row[slot] == rows[which])
+            self.hash[slot[won]] = hashes[which[won]]
+            which, slot = which[~won], (slot[~won] + 1) & mask
+
+    def rebuilt(self, live: np.ndarray, more: int) -> "HashTable":
+        """This table with room for ``more`` rows: itself, or, once it would be half full, a new
+        one of the slots whose row is ``live``."""
+        if 2 * (self.filled + more) <= len(self.row):
+            return self
+        held = np.flatnonzero(self.row >= 0)
+        held = held[live[self.row[held]]]
+        return HashTable(self.hash[held], self.row[held], more)
+
+    def grown(self, hashes: np.ndarray, rows: np.ndarray) -> "HashTable":
+        """A new table of this one's rows and ``rows`` (of ``hashes``); this one stays as it is."""
+        if 2 * (self.filled + len(rows)) <= len(self.row):
+            table = HashTable.__new__(HashTable)
+            table.hash, table.row, table.filled = self.hash.copy(), self.row.copy(), self.filled
+        else:
+            held = np.flatnonzero(self.row >= 0)
+            table = HashTable(self.hash[held], self.row[held], len(rows))
+        table.insert(hashes, rows)
+        return table
+
+
+class HashIndex:
+    """The position of each of some distinct strings, found by hash (a :class:`HashTable` of
+    their hashes). Immutable: :meth:`extended` gives a new index, so a reader of the older one
+    (a batch that started before a commit) keeps what it had."""
+
+    def __init__(self, values: pa.Array, table: HashTable) -> None:
         self.values = values
-        self._hashes = hashes           # sorted
-        self._positions = positions     # of the value of each hash
+        self._table = table             # each value's position by its hash
 
     @classmethod
     def of(cls, values: pa.Array) -> "HashIndex":
         """The index of ``values`` (distinct)."""
-        hashes = string_hashes(values)
-        order = np.argsort(hashes, kind="stable")
-        return cls(values, hashes[order], order)
+        return cls(values, HashTable(string_hashes(values), np.arange(len(values))))
 
     def positions(self, wanted: pa.Array) -> np.ndarray:
-        """The position of each of ``wanted`` among the values, -1 where absent. A value whose hash
-        is another's (two 64-bit hashes alike: rare) is found by Arrow's exact ``index_in``."""
-        if not len(self._hashes):
-            return np.full(len(wanted), -1, np.int64)
-        hashes = string_hashes(wanted)
-        at = np.minimum(np.searchsorted(self._hashes, hashes), len(self._hashes) - 1)
-        hit = self._hashes[at] == hashes
-        found = np.where(hit, self._positions[at], -1)
-        picked = np.flatnonzero(hit)
-        if len(picked):
-            unsure = picked[~same_values(self.values.take(found[picked]), wanted.take(picked))]
-            if len(unsure):
-                exact = pc.index_in(wanted.take(unsure), value_set=self.values, skip_nulls=False)
-                found[unsure] = pc.fill_null(exact, -1).to_numpy(zero_copy_only=False)
+        """The position of each of ``wanted`` among the values, -1 where absent. The values whose
+        hash is a wanted one's are compared with it: a value's own position is always among them."""
+        found = np.full(len(wanted), -1, np.int64)
+        rows, owners, _ = self._table.find(string_hashes(wanted))
+        same = same_values(self.values.take(rows), wanted.take(owners))
+        found[owners[same]] = rows[same]
         return found
 
     def extended(self, values: pa.Array) -> "HashIndex":
         """The index of ``values``: this index's values followed by fresh ones (distinct, none of
-        them held). Their hashes are merged into the sorted ones, with no sort of those."""
+        them held), their hashes added to a new table."""
         size = len(self.values)
-        hashes = string_hashes(values.slice(size))
-        order = np.argsort(hashes, kind="stable")
-        hashes = hashes[order]
-        into = np.searchsorted(self._hashes, hashes, side="right")
-        return HashIndex(values, np.insert(self._hashes, into, hashes), np.insert(self._positions, into, order + size))
+        return HashIndex(values, self._table.grown(string_hashes(values.slice(size)), np.arange(size, len(values))))

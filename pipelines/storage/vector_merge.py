@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..sorted_sets import distinct, repeats
-from ..string_index import is_string_like, mixed, same_values, string_hashes
+from ..string_index import HashTable, is_string_like, mixed, same_values, string_hashes
 
 
 def _grown(array: np.ndarray, used: int, more: np.ndarray) -> np.ndarray:
@@ -167,67 +167,6 @@ class _Index:
         return np.concatenate(found), np.concatenate(which)
 
 
-class _KeyIndex:
-    """The live rows of a consolidated table by their whole-key hash: an open-addressing hash
-    table (linear probing) in two numpy arrays, a slot's hash and row. A key has one live row, so
-    a slot is found once and then follows its key: a commit points the slot of a key whose count
-    moves at the key's new row, and gives a new key a slot. Each wanted hash is a probe or two,
-    where a binary search in sorted runs of the hashes cost ~25 cache misses per hash and run
-    (the search was most of a 10,000-edge batch's merges into eleven path queries' 27M answers).
-    Keys whose hashes collide each have a slot, all found along the probe chain, and a slot whose
-    row died stays until the table is rebuilt (at half full, from the live rows)."""
-
-    def __init__(self, hashes: np.ndarray, rows: np.ndarray, room: int = 0) -> None:
-        """The index of ``rows`` (different keys, whose hashes are ``hashes``), a quarter full
-        once it holds ``room`` keys more."""
-        size = 16
-        while size < 4 * (len(rows) + room):
-            size *= 2
-        self.hash = np.zeros(size, np.uint64)
-        self.row = np.full(size, -1, np.int64)      # -1: an empty slot
-        self.filled = 0
-        self.insert(hashes, rows)
-
-    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The rows whose hash is one of ``wanted`` (dead ones too), each with the position in
-        ``wanted`` of its hash and its slot."""
-        mask = np.uint64(len(self.row) - 1)
-        which = np.arange(len(wanted))
-        slot = (wanted & mask).astype(np.int64)
-        rows, owners, slots = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-        while len(which):
-            held = self.row[slot]
-            occupied = held >= 0
-            hit = occupied & (self.hash[slot] == wanted[which])
-            rows.append(held[hit])
-            owners.append(which[hit])
-            slots.append(slot[hit])
-            which, slot = which[occupied], (slot[occupied] + 1) & (len(self.row) - 1)
-        return np.concatenate(rows), np.concatenate(owners), np.concatenate(slots)
-
-    def insert(self, hashes: np.ndarray, rows: np.ndarray) -> None:
-        """New keys' ``hashes`` (from different keys) and their ``rows``, each in a slot of its own."""
-        self.filled += len(rows)
-        mask = len(self.row) - 1
-        slot = (hashes & np.uint64(mask)).astype(np.int64)
-        which = np.arange(len(rows))
-        while len(which):
-            free = self.row[slot] < 0
-            self.row[slot[free]] = rows[which[free]]        # of rows claiming one slot, one wins
-            won = free & (self.row[slot] == rows[which])
-            self.hash[slot[won]] = hashes[which[won]]
-            which, slot = which[~won], (slot[~won] + 1) & mask
-
-    def rebuilt(self, live: np.ndarray, more: int) -> "_KeyIndex":
-        """This index with room for ``more`` keys: itself, or, once it would be half full, a new
-        one of the slots whose row is ``live``."""
-        if 2 * (self.filled + more) <= len(self.row):
-            return self
-        held = np.flatnonzero(self.row >= 0)
-        held = held[live[self.row[held]]]
-        return _KeyIndex(self.hash[held], self.row[held], more)
-
-
 class Change(NamedTuple):
     """What adding a change does to a :class:`Placed` table: the live rows it touches (their
     positions), the rows to write (the touched keys' new counts, then the new keys', zero counts
@@ -259,7 +198,7 @@ class Placed:
         self.counts, self.file, self.row, self.live = counts, file, row, live
         self.gone = gone                # by file: its rows deleted (a mask)
         self.vectors = vectors          # by file: its deletion vector's descriptor
-        self.keys: _KeyIndex | None = None      # the live rows by whole-key hash, from the first change on
+        self.keys: HashTable | None = None      # the live rows by whole-key hash, from the first change on
 
     @classmethod
     def read(cls, version: int, files: Sequence[str], read: Callable[[str], pa.Table],
@@ -290,7 +229,7 @@ class Placed:
 
     def change(self, delta: pa.Table) -> Change:
         """What adding ``delta`` (signed counts) does. The rows of its keys are found by whole-key
-        hash (:class:`_KeyIndex`), their values compared with the keys' for the hashes that collide;
+        hash (:class:`~pipelines.string_index.HashTable`), their values compared with the keys' for the hashes that collide;
         the rows held are hashed and indexed at the first change. A change is summed by key only
         when two of its rows hash alike: an engine's change has a row per key already, and
         grouping Q11's 34,000 took as long as finding their rows does."""
@@ -298,7 +237,7 @@ class Placed:
         if self.keys is None:
             live = np.flatnonzero(self.live[:self.used])
             hashes = _key_hashes([column.hashes(live) for column in self.columns.values()], len(live))
-            self.keys = _KeyIndex(hashes, live)
+            self.keys = HashTable(hashes, live)
 
         def hashed(rows: pa.Table) -> np.ndarray:
             return _key_hashes([_hashes(rows[k]) for k in keys], rows.num_rows)
