@@ -62,10 +62,11 @@ def row_keys(rows: pa.Table) -> pa.Array:
 def consolidated(delta: pa.Table) -> tuple[pa.Table, pa.Array]:
     """``delta`` consolidated, with its rows' :func:`row_keys`. A change comes consolidated from
     the engine (a view's net change, a path step's rows of distinct nodes): it is summed only when
-    two rows share a key or one has no multiplicity, which counting the distinct keys tells (a
-    group-by over a path's six reach columns cost more than the rest of taking its change)."""
+    two rows share a key or one has no multiplicity, which the distinct keys tell (a group-by over
+    a path's six reach columns cost more than the rest of taking its change; Arrow's ``unique``
+    takes half the time of its ``count_distinct``, an aggregation)."""
     keys = row_keys(delta)
-    if pc.count_distinct(keys).as_py() == len(keys) and pc.all(pc.not_equal(delta[MULT], 0)).as_py():
+    if len(pc.unique(keys)) == len(keys) and pc.all(pc.not_equal(delta[MULT], 0)).as_py():
         return delta, keys
     delta = consolidate(delta, data_columns(delta)).select(delta.column_names).cast(delta.schema)
     return delta, row_keys(delta)
