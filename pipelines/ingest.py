@@ -118,11 +118,15 @@ class IngestReport:
         return [r for r in self.rows if r.status == "failed"]
 
     def summary(self) -> str:
-        files = "file" if self.skipped_files == 1 else "files"
         failed = f", {len(self.failed)} not ingested" if self.failed else ""
         return (f"ingested {self.ingested} rows, quarantined {self.quarantined}, "
-                f"skipped {self.skipped_files} {files} already ingested{failed} "
-                f"({self.files} files, {self.lines} lines)")
+                f"skipped {_count(self.skipped_files, 'file')} already ingested{failed} "
+                f"({_count(self.files, 'file')}, {_count(self.lines, 'line')})")
+
+
+def _count(n: int, noun: str) -> str:
+    """``n`` and the noun, plural but for one: "1 file", "2 files"."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 # -- files --------------------------------------------------------------------------------------

@@ -189,7 +189,12 @@ def test_reingest_is_idempotent(store, tmp_path):
 
     copy = tmp_path / "copy.jsonl"                      # same content, other path: another file
     shutil.copy(LANDING / "03_updates.jsonl", copy)
-    assert ingest_paths(store, [str(copy)]).ingested == 6
+    report = ingest_paths(store, [str(copy)])
+    assert report.ingested == 6
+    lines = len((LANDING / "03_updates.jsonl").read_text().splitlines())
+    assert report.summary() == f"ingested 6 rows, quarantined 0, skipped 0 files already ingested (1 file, {lines} lines)"
+    assert ingest_paths(store, [str(copy)]).summary() == \
+        "ingested 0 rows, quarantined 0, skipped 1 file already ingested (1 file, 0 lines)"
     copy.write_text(copy.read_text().splitlines()[0] + "\n")          # same path, new content: again
     changed = ingest_paths(store, [str(copy)])
     assert (changed.ingested, changed.skipped_files) == (1, 0)
