@@ -59,3 +59,17 @@ def test_hash_index_finds_what_a_dict_finds(monkeypatch, weak):
             assert index.positions(pa.array(wanted, kind)).tolist() == [where.get(v, -1) for v in wanted]
         held += [w for w in dict.fromkeys(word() for _ in range(60)) if w not in set(held)]
         indexes.append((indexes[-1][0].extended(pa.array(held, pa.string())), list(held)))
+
+
+def test_hash_index_grows_past_its_table():
+    """An index extended far beyond what its table had room for (a table is rebuilt larger once
+    it would be half full) finds every value where it is, and each older index still finds only
+    what it held: an extension never writes into a table an older index reads."""
+    values = [f"http://example.org/n{i}" for i in range(10)]
+    indexes = [(HashIndex.of(pa.array(values)), list(values))]
+    for step in range(6):
+        values += [f"http://example.org/n{i}" for i in range(len(values), 3 * len(values))]
+        indexes.append((indexes[-1][0].extended(pa.array(values)), list(values)))
+    wanted = pa.array(values + ["http://example.org/absent"])
+    for index, held in indexes:
+        assert index.positions(wanted).tolist() == list(range(len(held))) + [-1] * (len(values) - len(held) + 1)
