@@ -192,7 +192,8 @@ def test_reingest_is_idempotent(store, tmp_path):
     report = ingest_paths(store, [str(copy)])
     assert report.ingested == 6
     lines = len((LANDING / "03_updates.jsonl").read_text().splitlines())
-    assert report.summary() == f"ingested 6 rows, quarantined 0, skipped 0 files already ingested (1 file, {lines} lines)"
+    assert report.summary() == \
+        f"ingested 6 rows, quarantined 0, skipped 0 files already ingested (1 file, {lines} lines)"
     assert ingest_paths(store, [str(copy)]).summary() == \
         "ingested 0 rows, quarantined 0, skipped 1 file already ingested (1 file, 0 lines)"
     copy.write_text(copy.read_text().splitlines()[0] + "\n")          # same path, new content: again

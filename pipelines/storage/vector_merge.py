@@ -229,10 +229,10 @@ class Placed:
 
     def change(self, delta: pa.Table) -> Change:
         """What adding ``delta`` (signed counts) does. The rows of its keys are found by whole-key
-        hash (:class:`~pipelines.string_index.HashTable`), their values compared with the keys' for the hashes that collide;
-        the rows held are hashed and indexed at the first change. A change is summed by key only
-        when two of its rows hash alike: an engine's change has a row per key already, and
-        grouping Q11's 34,000 took as long as finding their rows does."""
+        hash (:class:`~pipelines.string_index.HashTable`), their values compared with the keys'
+        for the hashes that collide; the rows held are hashed and indexed at the first change. A
+        change is summed by key only when two of its rows hash alike: an engine's change has a row
+        per key already, and grouping Q11's 34,000 took as long as finding their rows does."""
         keys, count = list(self.columns), self.count
         if self.keys is None:
             live = np.flatnonzero(self.live[:self.used])
