@@ -11,6 +11,8 @@ against the values themselves.
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -176,23 +178,22 @@ class HashTable:
             self.hash[slot[won]] = hashes[which[won]]
             which, slot = which[~won], (slot[~won] + 1) & mask
 
-    def rebuilt(self, live: np.ndarray, more: int) -> "HashTable":
+    def rebuilt(self, live: np.ndarray | None, more: int) -> "HashTable":
         """This table with room for ``more`` rows: itself, or, once it would be half full, a new
-        one of the slots whose row is ``live``."""
+        one of the slots whose row is ``live`` (a mask by row; None: every row)."""
         if 2 * (self.filled + more) <= len(self.row):
             return self
         held = np.flatnonzero(self.row >= 0)
-        held = held[live[self.row[held]]]
+        if live is not None:
+            held = held[live[self.row[held]]]
         return HashTable(self.hash[held], self.row[held], more)
 
     def grown(self, hashes: np.ndarray, rows: np.ndarray) -> "HashTable":
         """A new table of this one's rows and ``rows`` (of ``hashes``); this one stays as it is."""
-        if 2 * (self.filled + len(rows)) <= len(self.row):
-            table = HashTable.__new__(HashTable)
-            table.hash, table.row, table.filled = self.hash.copy(), self.row.copy(), self.filled
-        else:
-            held = np.flatnonzero(self.row >= 0)
-            table = HashTable(self.hash[held], self.row[held], len(rows))
+        table = self.rebuilt(None, len(rows))
+        if table is self:
+            table = copy.copy(self)
+            table.hash, table.row = self.hash.copy(), self.row.copy()
         table.insert(hashes, rows)
         return table
 

@@ -67,7 +67,7 @@ def test_hash_index_grows_past_its_table():
     what it held: an extension never writes into a table an older index reads."""
     values = [f"http://example.org/n{i}" for i in range(10)]
     indexes = [(HashIndex.of(pa.array(values)), list(values))]
-    for step in range(6):
+    for _ in range(6):
         values += [f"http://example.org/n{i}" for i in range(len(values), 3 * len(values))]
         indexes.append((indexes[-1][0].extended(pa.array(values)), list(values)))
     wanted = pa.array(values + ["http://example.org/absent"])
