@@ -1,18 +1,17 @@
 """Shared fixtures: one Spark session for the whole test run, a fresh lake per test.
 
 The suite runs on two pytest-xdist workers (``-n 2 --dist loadgroup`` in ``pyproject.toml``). Every
-test module that asks for the Spark session (directly or through ``store``, ``backend``, a replay)
-runs on one worker, as the group ``spark``, so the run still starts one session; the other modules,
-each a group so that its module fixtures are built once, share both workers. Half of the suite's wall
-time was waiting (on subprocesses, a JVM, a cluster's daemons), which the other worker now fills.
-A test that must run without Spark takes ``no_spark``, a Spark source any use of which fails it; a
-test outside the group that starts a session anyway fails too, saying so, rather than quietly
-starting a second one on the other worker.
+test that needs the Spark session (it asks for ``spark``, directly or through ``store``, ``backend``
+or a replay) runs on one worker, as the group ``spark``, so the run still
+starts one session; the other tests of its module, and the other modules, each module a group so that
+its module fixtures are built once, go to either worker. The Spark group is about half the suite's
+time: the other worker takes the rest. A test that must run without Spark takes ``no_spark``, a Spark
+source any use of which fails it; a test outside the group that starts a session anyway fails too,
+saying so, rather than quietly starting a second one on the other worker.
 """
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -28,16 +27,12 @@ SPARK_GROUP = "spark"
 
 @pytest.hookimpl(tryfirst=True)     # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each module as an xdist group: ``spark`` when any of its tests asks for the session, else
-    its own. A whole module, not each test, since some pick a fixture by name as they run (a replay
-    on either engine), which pytest cannot see they ask for: their module's other tests carry them."""
-    modules: dict[str, list[pytest.Item]] = defaultdict(list)
+    """Each test in the group ``spark`` when it asks for the session, else in its module's. A test
+    that picks a replay by name as it runs asks for ``spark`` too (pytest cannot see the replay's)."""
     for item in items:
-        modules[item.nodeid.split("::")[0]].append(item)
-    for module, tests in modules.items():
-        group = SPARK_GROUP if any("spark" in t.fixturenames for t in tests) else Path(module).stem
-        for item in tests:
-            item.add_marker(pytest.mark.xdist_group(group))
+        needs = "spark" in getattr(item, "fixturenames", ())
+        group = SPARK_GROUP if needs else Path(item.nodeid.split("::")[0]).stem
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _spark_running() -> bool:

@@ -207,7 +207,7 @@ def spark_replay(tmp_path_factory, spark):
 
 
 @pytest.fixture(params=["arrow", "spark"])
-def replay(request):
+def replay(request, spark):  # noqa: ARG001 - the replay it picks by name needs the session
     return request.getfixturevalue(f"{request.param}_replay")
 
 
