@@ -4,14 +4,16 @@ The suite runs on two pytest-xdist workers (``-n 2 --dist loadgroup`` in ``pypro
 test that needs the Spark session (it asks for ``spark``, directly or through ``store``, ``backend``
 or a replay) runs on one worker, as the group ``spark``, so the run starts one session. The other
 tests, those of the same modules included, go to either worker, each module a group so that its
-module fixtures are built once. The Spark group decides the run's wall time (1,011 of 1,751 s of
-tests): a test that does not need the session stays out of it. A test that must run without Spark
-takes ``no_spark``, a Spark source any use of which fails it; a test outside the group that starts a
-session anyway fails too, saying so, rather than quietly starting a second one on the other worker.
+module fixtures are built once (a test sharing one with a Spark test goes with it). The Spark group
+decides the run's wall time (1,011 of 1,751 s of tests): a test that does not need the session stays
+out of it. A test that must run without Spark takes ``no_spark``, a Spark source any use of which
+fails it; a test outside the group that starts a session anyway fails too, saying so, rather than
+quietly starting a second one on the other worker.
 """
 from __future__ import annotations
 
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -27,12 +29,27 @@ SPARK_GROUP = "spark"
 
 @pytest.hookimpl(tryfirst=True)     # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test in the group ``spark`` when it asks for the session, else in its module's. A test
-    that picks a replay by name as it runs asks for ``spark`` too (pytest cannot see the replay's)."""
+    """Each test in the group ``spark`` when it asks for the session, or shares a module fixture
+    with a test of its module that does (built once, on that worker); else in its module's group. A
+    test that picks a replay by name as it runs asks for ``spark`` too (pytest cannot see the
+    replay's)."""
+    shared: dict[str, set[str]] = defaultdict(set)      # module -> module fixtures of its Spark tests
     for item in items:
-        needs = "spark" in getattr(item, "fixturenames", ())
-        group = SPARK_GROUP if needs else Path(item.nodeid.split("::")[0]).stem
-        item.add_marker(pytest.mark.xdist_group(group))
+        if "spark" in getattr(item, "fixturenames", ()):
+            shared[_module(item)] |= _module_fixtures(item)
+    for item in items:
+        needs = "spark" in getattr(item, "fixturenames", ()) or bool(_module_fixtures(item) & shared[_module(item)])
+        item.add_marker(pytest.mark.xdist_group(SPARK_GROUP if needs else Path(_module(item)).stem))
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+def _module_fixtures(item: pytest.Item) -> set[str]:
+    info = getattr(item, "_fixtureinfo", None)
+    return {name for name, defs in info.name2fixturedefs.items() if defs and defs[-1].scope == "module"} \
+        if info is not None else set()
 
 
 def _spark_running() -> bool:
