@@ -52,7 +52,7 @@ from pipelines.engine.window_state import stored_rows
 from pipelines.engine.windowed import read_state
 from pipelines.ingest import ingest_paths
 from pipelines.lake import buffer_table
-from pipelines.spark import LazySpark, get_spark
+from pipelines.spark import LazySpark, get_spark, running
 from pipelines.storage import TableStore, open_store
 from pipelines.storage.spark_arrow import frame_of
 from views.plan import QueryPlan, compile_query
@@ -562,7 +562,7 @@ def run(settings: Settings, work: Path, command: str, log: Callable[[str], None]
     measure_batches(settings, queries, spark, work, records, log)
     if settings.stretch:
         measure_state(settings, queries, spark, work, records, log)
-    records.add({"kind": "machine", **machine_info(spark())})
+    records.add({"kind": "machine", **machine_info(running(spark))})
     records.add({"kind": "elapsed", "seconds": time.perf_counter() - started})
     return records.rows
 

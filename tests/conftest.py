@@ -4,7 +4,9 @@ The suite runs on two pytest-xdist workers (``-n 2 --dist loadgroup`` in ``pypro
 test that needs the Spark session (it asks for ``spark``, directly or through ``store``, ``backend``
 or a replay) runs on one worker, as the group ``spark``, so the run starts one session. The other
 tests, those of the same modules included, go to either worker, each module a group so that its
-module fixtures are built once (a test sharing one with a Spark test goes with it). The Spark group
+module fixtures are built once (a test sharing one with a Spark test goes with it). A test that
+gets the session at run time (an oracle's replay picked by its parameter) carries the mark
+``spark`` instead (:func:`tests.oracle.on_spark`); the Arrow engine's replays take ``no_spark``. The Spark group
 decides the run's wall time (1,011 of 1,751 s of tests): a test that does not need the session stays
 out of it. A test that must run without Spark takes ``no_spark``, a Spark source any use of which
 fails it; a test outside the group that starts a session anyway fails too, saying so, rather than
@@ -29,27 +31,36 @@ SPARK_GROUP = "spark"
 
 @pytest.hookimpl(tryfirst=True)     # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test in the group ``spark`` when it asks for the session, or shares a module fixture
-    with a test of its module that does (built once, on that worker); else in its module's group. A
-    test that picks a replay by name as it runs asks for ``spark`` too (pytest cannot see the
-    replay's)."""
-    shared: dict[str, set[str]] = defaultdict(set)      # module -> module fixtures of its Spark tests
+    """Each test in the group ``spark`` when it asks for the session, or carries the mark ``spark``
+    (a replay it picks by name as it runs needs the session, which pytest cannot see), or shares a
+    module fixture with a test of its module that does (built once, on that worker); else in its
+    module's group."""
+    shared: dict[str, set[tuple]] = defaultdict(set)    # module -> module fixtures of its Spark tests
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()):
+        if _asks_for_spark(item):
             shared[_module(item)] |= _module_fixtures(item)
     for item in items:
-        needs = "spark" in getattr(item, "fixturenames", ()) or bool(_module_fixtures(item) & shared[_module(item)])
+        needs = _asks_for_spark(item) or bool(_module_fixtures(item) & shared[_module(item)])
         item.add_marker(pytest.mark.xdist_group(SPARK_GROUP if needs else Path(_module(item)).stem))
+
+
+def _asks_for_spark(item: pytest.Item) -> bool:
+    return "spark" in getattr(item, "fixturenames", ()) or item.get_closest_marker("spark") is not None
 
 
 def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::")[0]
 
 
-def _module_fixtures(item: pytest.Item) -> set[str]:
+def _module_fixtures(item: pytest.Item) -> set[tuple]:
+    """The module-scoped fixtures a test uses, each with its parameter (the instances of a
+    parametrised one are different fixtures: the Arrow and Spark replays of one module)."""
     info = getattr(item, "_fixtureinfo", None)
-    return {name for name, defs in info.name2fixturedefs.items() if defs and defs[-1].scope == "module"} \
-        if info is not None else set()
+    if info is None:
+        return set()
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return {(name, repr(params.get(name))) for name, defs in info.name2fixturedefs.items()
+            if defs and defs[-1].scope == "module"}
 
 
 def _spark_running() -> bool:
@@ -85,6 +96,13 @@ def no_spark() -> LazySpark:
     def refuse():
         pytest.fail("Spark was used where the test said it is not needed: ask for the spark fixture")
     return LazySpark(refuse)
+
+
+@pytest.fixture
+def replay(request: pytest.FixtureRequest):
+    """The replay a test's parameter names (its module's ``arrow_replay``, ``spark_replay``...),
+    picked as the test runs; a case on Spark says so with :func:`tests.oracle.on_spark`."""
+    return request.getfixturevalue(f"{request.param}_replay")
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from typing import Callable, Iterable
 
 import pyarrow as pa
 import pyoxigraph as ox
+import pytest
 
 from views.numbers import number
 from views.terms import split_literal
@@ -112,3 +113,9 @@ def replay_stream(store, spark, engine: str, plans: dict, late: set[str], stream
         gold = {name: table_bag(A.answers(store, name), plans[name].projection) for name in active}
         history.append((report.batches[0]["batch"], frozenset(stream.graph), gold))
     return history
+
+
+def on_spark(*values: object) -> object:
+    """A parameter set whose replay, picked by name as the test runs (``replay`` in conftest), is
+    the Spark engine's: the mark ``spark`` puts the test in the session's group."""
+    return pytest.param(*values, marks=pytest.mark.spark)

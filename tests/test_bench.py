@@ -110,9 +110,9 @@ def test_disagreement_names_query_and_batch():
     check(systems[1:], [query], "scale 1, batch 3")   # one system agrees with itself
 
 
-def test_window_benchmark_smoke_agrees_and_reports_bounded_state(tmp_path, spark):  # noqa: ARG001 - FILTERs
-    """``python -m bench.windows`` at a tiny size (no Spark engine; the session evaluates the
-    queries' FILTERs): the systems agree on every window (or it exits 1) and the report shows the
+def test_window_benchmark_smoke_agrees_and_reports_bounded_state(tmp_path):
+    """``python -m bench.windows`` at a tiny size (no Spark: the Arrow engine decides its queries'
+    FILTERs in process): the systems agree on every window (or it exits 1) and the report shows the
     throughput and the bounded buffer."""
     from bench.windows import main as windows_main
 

@@ -30,7 +30,7 @@ from pipelines.storage import open_store
 from views.plan import compile_query
 from views.sparql import parse_query
 
-from .oracle import oracle_bag, table_bag
+from .oracle import on_spark, oracle_bag, table_bag
 from .streams import EX, PREFIXES, iri
 from .windows_model import Message, Model
 
@@ -197,8 +197,8 @@ def _replay(engine: str, root, spark):
 
 
 @pytest.fixture(scope="module")
-def arrow_replay(tmp_path_factory, spark):
-    return _replay("arrow", tmp_path_factory.mktemp("windows"), spark)
+def arrow_replay(tmp_path_factory, no_spark):
+    return _replay("arrow", tmp_path_factory.mktemp("windows"), no_spark)
 
 
 @pytest.fixture(scope="module")
@@ -206,9 +206,8 @@ def spark_replay(tmp_path_factory, spark):
     return _replay("spark", tmp_path_factory.mktemp("windows"), spark)
 
 
-@pytest.fixture(params=["arrow", "spark"])
-def replay(request, spark):  # noqa: ARG001 - the replay it picks by name needs the session
-    return request.getfixturevalue(f"{request.param}_replay")
+#: The replays a test takes through ``replay`` (conftest), one engine each.
+ENGINES = ["arrow", on_spark("spark")]
 
 
 def _log(store, case: str) -> list[dict]:
@@ -255,6 +254,7 @@ def _check_windows(replay, case: str) -> None:
     assert answered, f"{case}: no window ever had an answer"
 
 
+@pytest.mark.parametrize("replay", ENGINES, indirect=True)
 def test_late_messages_are_counted_once_per_query(replay):
     store, plans, models, _ = replay
     from pipelines.engine.window_state import last_progress
@@ -264,6 +264,7 @@ def test_late_messages_are_counted_once_per_query(replay):
     assert any(models[c].late for c in plans if models[c].kind == "time")
 
 
+@pytest.mark.parametrize("replay", ENGINES, indirect=True)
 def test_state_is_pruned_to_what_future_windows_need(replay):
     """The buffer holds the messages of the last window's extent and later, nothing older."""
     store, plans, models, _ = replay
@@ -350,6 +351,7 @@ def _appended(store, plans) -> bool:
     return stored > content
 
 
+@pytest.mark.parametrize("replay", ENGINES, indirect=True)
 def test_appended_state_stays_within_twice_its_content(replay):
     """The window state table is merge-on-read (the queries' views and partial embeddings Z-sets,
     their buffers, without background graphs, append-only with expiry at read): a batch appends,

@@ -9,11 +9,13 @@ import pyarrow as pa
 import pytest
 
 from pipelines import cli
-from pipelines.engine.runner import ARROW_MAX_BACKFILL, ARROW_MAX_MESSAGES, Runner, choose_engine
+from pipelines.engine.conditions import where_in_process
+from pipelines.engine.runner import ARROW_MAX_BACKFILL, ARROW_MAX_MESSAGES, Runner, choose_engine, zset_engine
 from pipelines.engine.zsets import binding_schema
-from pipelines.engine.arrow import ArrowZSets
 from pipelines.engine.spark import SparkZSets, filter_arrow
 from schemas.tables import MULT
+from views.conditions import Condition, compile_filter
+from views.sparql import parse_query
 
 TERMS = ["<http://e/a>", "<http://e/b>", "<http://e/c>", '"1"^^<http://www.w3.org/2001/XMLSchema#integer>']
 
@@ -35,7 +37,7 @@ def random_zset(rng: random.Random, columns: list[str], rows: int) -> pa.Table:
 @pytest.fixture(scope="module")
 def engines(spark):
     tables = {}
-    arrow = ArrowZSets(tables.__getitem__, lambda t, p: filter_arrow(spark, t, p))
+    arrow = zset_engine("arrow", spark, tables.__getitem__, tables.__getitem__)
     sparkz = SparkZSets(spark, tables.__getitem__, tables.__getitem__)
     return tables, arrow, sparkz
 
@@ -95,10 +97,17 @@ def test_support_delta_agrees(engines):
     assert bag(arrow, ["x"]) == bag(spark, ["x"]) == Counter({(TERMS[0],): -1, (TERMS[3],): 1})
 
 
-def test_where_is_evaluated_by_spark_sql_on_both(engines):
+def condition(text: str) -> Condition:
+    """A FILTER over ?x and ?y, compiled as a plan compiles it."""
+    query = parse_query(f"SELECT * {{ ?x <urn:p> ?y FILTER({text}) }}")
+    return compile_filter(query.filters[0], {"x", "y"})
+
+
+def test_where_agrees_on_both(engines):
+    """The Arrow engine decides the FILTER in process, the Spark engine in SQL: the same rows."""
     rng = random.Random(3)
     rows = random_zset(rng, ["x", "y"], 20)
-    predicate = "`x` = `y` OR `x` = '<http://e/a>'"
+    predicate = condition("?x = ?y || ?x = <http://e/a>")
     arrow, spark = both(engines, lambda z: z.where(z.from_arrow(rows), predicate), binding_schema(["x", "y"]))
     expected = Counter()
     for r in rows.to_pylist():
@@ -114,9 +123,30 @@ def test_a_table_in_pieces_some_empty_keeps_every_row_on_spark(engines):
     whole = random_zset(rng, ["x", "y"], 12)
     pieces = pa.concat_tables([whole.slice(0, 5), whole.slice(5, 0), whole.slice(5)])
     assert [c.num_chunks for c in pieces.columns] == [3, 3, 3]
-    predicate = "`x` IS NOT NULL"
+    predicate = Condition("`x` IS NOT NULL")      # SQL alone: the Arrow engine hands it to Spark
     arrow, spark = both(engines, lambda z: z.where(z.from_arrow(pieces), predicate), binding_schema(["x", "y"]))
     assert bag(arrow, ["x", "y"]) == bag(spark, ["x", "y"]) == bag(whole, ["x", "y"])
+
+
+def test_in_process_where_hands_spark_only_the_undecided_rows(spark):
+    """Rows whose value the in-process operators cannot promise (here an integer beyond Spark's
+    DECIMAL(38,18)) go to the SQL, alone; every other row is decided without it; the union is
+    what Spark keeps of all rows."""
+    big = '"123456789012345678901234"^^<http://www.w3.org/2001/XMLSchema#integer>'
+    rows = pa.table({"x": [TERMS[3], big, TERMS[0], '"abc"'], "y": [TERMS[3]] * 4, MULT: [1, 2, 3, 4]},
+                    schema=binding_schema(["x", "y"]))
+    predicate = condition("?x > 0 || isIRI(?x)")
+    handed: list[pa.Table] = []
+
+    def by_sql(undecided: pa.Table, sql: str) -> pa.Table:
+        handed.append(undecided)
+        return filter_arrow(spark, undecided, sql)
+
+    kept = where_in_process(rows, predicate, by_sql)
+    assert [t["x"].to_pylist() for t in handed] == [[big]]
+    assert bag(kept, ["x", "y"]) == bag(filter_arrow(spark, rows, predicate.sql), ["x", "y"])
+    assert sorted(kept[MULT].to_pylist()) == [1, 3]   # 1 > 0 and an IRI; the SQL errs on the big number
+    assert where_in_process(rows.slice(0, 1), predicate, lambda *_: pytest.fail("asked the SQL")).num_rows == 1
 
 
 def test_engine_choice():

@@ -17,9 +17,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from .expressions import Form, UnsupportedExpression, compile_condition, evaluate, form_from_json, form_text, \
-    form_variables
-from .filters import TRUE, filter_sql
+from .conditions import Condition, compile_filter, condition
+from .expressions import Form, evaluate, form_from_json, form_text, form_variables
 from .model import And, Expr
 
 #: The set functions, as SPARQL spells them.
@@ -76,9 +75,8 @@ class Grouping:
 
 @dataclass(frozen=True)
 class Aggregation:
-    """A plan's aggregation: the grouping with HAVING compiled to Spark SQL over the answer rows,
-    and to the form :func:`views.expressions.holds` decides in process where it can
-    (``having_form``, None when HAVING is not only comparisons)."""
+    """A plan's aggregation: the grouping with HAVING compiled over the answer rows to Spark SQL
+    and to the form :func:`views.expressions.holds` decides in process (:mod:`views.conditions`)."""
 
     group_by: tuple[str, ...]
     calls: tuple[AggregateCall, ...]
@@ -88,6 +86,10 @@ class Aggregation:
     distinct: bool = False
     running: bool = False       # kept as running sums (views.running), not recomputed from the bag
     having_form: Form | None = None
+
+    @property
+    def having(self) -> Condition | None:
+        return condition(self.having_sql, self.having_form)
 
     @property
     def linear(self) -> bool:
@@ -177,12 +179,5 @@ def aggregation_plan(grouping: Grouping, windowed: bool = False) -> Aggregation:
     plan = replace(plan, running=plan.linear and not windowed)
     if not grouping.having:
         return plan
-    having = grouping.having[0] if len(grouping.having) == 1 else And(grouping.having)
-    sql = filter_sql(having, set(plan.columns))
-    if sql == TRUE:
-        return plan
-    try:
-        form = compile_condition(having)
-    except UnsupportedExpression:
-        form = None
-    return replace(plan, having_sql=sql, having_form=form)
+    having = compile_filter(grouping.having[0] if len(grouping.having) == 1 else And(grouping.having), plan.columns)
+    return replace(plan, having_sql=having.sql, having_form=having.form) if having else plan

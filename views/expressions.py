@@ -14,18 +14,22 @@ A plan holds an expression in a compiled form, :data:`Form`: nested tuples ``("v
 ``("const", term)``, ``("unbound",)``, ``(op, arg, ...)`` for arithmetic and ``(function, arg)``,
 stored in the plan's JSON as lists.
 
-A HAVING condition is compiled to Spark SQL with the FILTERs, and also, when it is ``&& || !`` over
-comparisons (``(op, left, right)``, ``op`` one of ``= != < <= > >=``), to a form :func:`holds`
-decides in process wherever both sides of every comparison it reaches are integers (the usual
-``HAVING (COUNT(?x) >= 100)``): a few answer rows then cost no Spark job. Elsewhere :func:`holds`
-raises :class:`Undecided` and the SQL decides, so both give the same rows.
+A condition (a FILTER's or HAVING's) has a form too: ``&& || !``, comparisons ``(op, left,
+right)`` (``op`` one of ``= != < <= > >=``), the built-in tests ``(NAME, arg, ...)`` (BOUND, ISIRI,
+ISBLANK, ISLITERAL, ISNUMERIC, SAMETERM, LANGMATCHES, REGEX), and any term, taken by its effective
+boolean value. :func:`holds` decides it over a row with :mod:`views.filters`' semantics (the
+operators are in :mod:`views.operators`), so the Arrow engine keeps a FILTER's or HAVING's rows
+without a Spark job; the few values those operators leave undecided (:class:`Undecided`) go to the
+compiled SQL, so both give the same rows.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
 from .model import COMPARISONS, And, Arith, Call, Compare, Const, Expr, Not, Or, Unbound, Var
-from .numbers import INTEGER, arithmetic, negate, number, spell
+from .numbers import arithmetic, negate, number, spell
+from .operators import (LITERAL_KINDS, Undecided, boolean_term, compare, ebv, is_kind, lang_matches, lexical,
+                        regex, same_term)
 from .terms import literal, split_literal
 
 Form = tuple
@@ -33,16 +37,6 @@ Form = tuple
 
 class UnsupportedExpression(ValueError):
     """An expression outside what :func:`evaluate` computes; the message names the construct."""
-
-
-class Undecided(Exception):
-    """A comparison :func:`holds` leaves to the FILTER semantics of :mod:`views.filters`."""
-
-
-#: Integers compared in process stay below this magnitude: the SQL compares them as DECIMAL(38,18).
-_INTEGER_LIMIT = 10 ** 19
-_ORDER = {"=": lambda x, y: x == y, "!=": lambda x, y: x != y, "<": lambda x, y: x < y,
-          "<=": lambda x, y: x <= y, ">": lambda x, y: x > y, ">=": lambda x, y: x >= y}
 
 
 def _str(term: str) -> str | None:
@@ -77,42 +71,73 @@ def compile_expr(expr: Expr) -> Form:
     raise UnsupportedExpression(_construct(expr))
 
 
+#: The built-in tests a condition's form may call, and for the kind tests the kinds each accepts.
+_KIND_TESTS = {"ISIRI": frozenset({"iri"}), "ISBLANK": frozenset({"bnode"}), "ISLITERAL": LITERAL_KINDS,
+               "ISNUMERIC": frozenset({"num"})}
+_TESTS = frozenset({"BOUND", "SAMETERM", "LANGMATCHES", "REGEX", *_KIND_TESTS})
+
+
 def compile_condition(expr: Expr) -> Form:
-    """The form :func:`holds` decides of a condition: ``&&``, ``||`` and ``!`` over comparisons of
-    expressions :func:`compile_expr` takes; else :class:`UnsupportedExpression`."""
+    """The form :func:`holds` decides of a condition: ``&&``, ``||``, ``!``, comparisons, the
+    built-in tests, and any term :func:`compile_expr` takes (by its effective boolean value); else
+    :class:`UnsupportedExpression`."""
     if isinstance(expr, (And, Or)):
         return ("&&" if isinstance(expr, And) else "||", *(compile_condition(a) for a in expr.args))
     if isinstance(expr, Not):
         return ("!", compile_condition(expr.arg))
     if isinstance(expr, Compare):
-        return (expr.op, compile_expr(expr.left), compile_expr(expr.right))
-    raise UnsupportedExpression(_construct(expr))
+        return (expr.op, _operand(expr.left), _operand(expr.right))
+    if isinstance(expr, Call) and expr.name in _TESTS:
+        return (expr.name, *(_operand(a) for a in expr.args))
+    return compile_expr(expr)
+
+
+def _operand(expr: Expr) -> Form:
+    """A comparison's or test's argument: a term, or a condition used as one (a boolean)."""
+    if isinstance(expr, (And, Or, Not, Compare)) or (isinstance(expr, Call) and expr.name in _TESTS):
+        return compile_condition(expr)
+    return compile_expr(expr)
+
+
+def _is_condition(kind: str) -> bool:
+    return kind in ("!", "&&", "||") or kind in COMPARISONS or kind in _TESTS
 
 
 def holds(form: Form, row: Mapping[str, str | None]) -> bool | None:
     """A condition's value over ``row``: True, False or None (an error), with SPARQL's
-    three-valued ``&& || !``. A comparison with an unbound side is an error; one of two integers
-    compares their values; any other raises :class:`Undecided`."""
+    three-valued ``&& || !``; :class:`Undecided` where :mod:`views.operators` leaves the value to
+    the compiled SQL (unless another argument of ``&&`` or ``||`` decides it)."""
     kind = form[0]
     if kind == "!":
         value = holds(form[1], row)
         return None if value is None else not value
     if kind in ("&&", "||"):
-        values = [holds(arg, row) for arg in form[1:]]
         decisive = kind == "||"             # the value one argument decides the whole by
+        values, undecided = [], None
+        for arg in form[1:]:
+            try:
+                values.append(holds(arg, row))
+            except Undecided as e:
+                undecided = e
         if decisive in values:
             return decisive
+        if undecided is not None:
+            raise undecided
         return None if None in values else not decisive
-    if kind not in COMPARISONS:
-        raise ValueError(f"not a condition: {kind!r}")
-    left, right = evaluate(form[1], row), evaluate(form[2], row)
-    if left is None or right is None:
-        return None
-    a, b = number(left), number(right)
-    if a is None or b is None or a.rank != INTEGER or b.rank != INTEGER \
-            or abs(a.value) >= _INTEGER_LIMIT or abs(b.value) >= _INTEGER_LIMIT:
-        raise Undecided(kind)
-    return _ORDER[kind](a.value, b.value)
+    if kind in COMPARISONS:
+        return compare(kind, evaluate(form[1], row), evaluate(form[2], row))
+    if kind == "BOUND":
+        return evaluate(form[1], row) is not None
+    if kind in _KIND_TESTS:
+        return is_kind(evaluate(form[1], row), _KIND_TESTS[kind])
+    if kind == "SAMETERM":
+        return same_term(evaluate(form[1], row), evaluate(form[2], row))
+    if kind == "LANGMATCHES":
+        return lang_matches(evaluate(form[1], row), evaluate(form[2], row))
+    if kind == "REGEX":
+        flags = lexical(form[3][1]) if len(form) > 3 else ""
+        return regex(evaluate(form[1], row), lexical(form[2][1]), flags)
+    return ebv(evaluate(form, row))
 
 
 def _construct(expr: Expr) -> str:
@@ -146,8 +171,10 @@ def form_text(form: Form) -> str:
         return form[1]
     if form[0] == "unbound":
         return "UNBOUND"
-    if form[0] in _TERM_FUNCTIONS:
-        return f"{form[0]}({form_text(form[1])})"
+    if form[0] in _TERM_FUNCTIONS or form[0] in _TESTS:
+        return f"{form[0]}({', '.join(form_text(a) for a in form[1:])})"
+    if form[0] in ("&&", "||"):
+        return "(" + f" {form[0]} ".join(form_text(a) for a in form[1:]) + ")"
     if len(form) == 2:
         return f"{form[0]}{form_text(form[1])}"
     return f"({form_text(form[1])} {form[0]} {form_text(form[2])})"
@@ -162,6 +189,8 @@ def evaluate(form: Form, row: Mapping[str, str | None]) -> str | None:
         return form[1]
     if kind == "unbound":
         return None
+    if _is_condition(kind):
+        return boolean_term(holds(form, row))
     args = [evaluate(a, row) for a in form[1:]]
     if None in args:
         return None

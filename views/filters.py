@@ -59,11 +59,11 @@ BOOLEAN_RE = rf'^"(true|false|1|0){_TYPED}boolean>$'
 _TZ = r"(Z|[+-][0-9]{2}:[0-9]{2})"
 DATETIME_RE = (r'^"[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-9]{2}:[0-9]{2}(\.[0-9]+)?'
                rf'{_TZ}?{_TYPED}dateTime>$')
-_DATETIME_TZ_RE = rf'{_TZ}"\^\^<'          # on a valid dateTime: has an offset
-_EBV_TYPED_RE = rf'{_TYPED}({"|".join(INTEGER_TYPES)}|decimal|float|double|boolean)>$'
+DATETIME_TZ_RE = rf'{_TZ}"\^\^<'          # on a valid dateTime: has an offset
+EBV_TYPED_RE = rf'{_TYPED}({"|".join(INTEGER_TYPES)}|decimal|float|double|boolean)>$'
 _LANG_RE = r'(?s)^".*"@[A-Za-z0-9-]+$'
-_BOOL_TRUE = (f'"true"^^<{XSD_BOOLEAN}>', f'"1"^^<{XSD_BOOLEAN}>')
-_BOOL_FALSE = f'"false"^^<{XSD_BOOLEAN}>'
+BOOL_TRUE = (f'"true"^^<{XSD_BOOLEAN}>', f'"1"^^<{XSD_BOOLEAN}>')
+BOOL_FALSE = f'"false"^^<{XSD_BOOLEAN}>'
 
 _TYPED_RE = {"num": NUMERIC_RE, "bool": BOOLEAN_RE, "dt": DATETIME_RE}
 _KNOWN_TYPED_RE = "|".join(_TYPED_RE.values())
@@ -277,9 +277,9 @@ class _Compiler:
         if "other" not in op.kinds:
             typed = FALSE               # a valid number or boolean is handled above
         elif op.const is not None:
-            typed = TRUE if re.search(_EBV_TYPED_RE, op.const) else FALSE
+            typed = TRUE if re.search(EBV_TYPED_RE, op.const) else FALSE
         else:
-            typed = f"({op.sql} RLIKE {sql_string(_EBV_TYPED_RE)})"
+            typed = f"({op.sql} RLIKE {sql_string(EBV_TYPED_RE)})"
         return _case([
             (_is(op, "bool"), self.bool_value(op)),
             (_is(op, "num"), _and(f"(NOT isnan({number}))", f"({number} <> 0)")),
@@ -290,8 +290,8 @@ class _Compiler:
     @staticmethod
     def bool_value(op: Operand) -> str:
         if op.const is not None:
-            return TRUE if op.const in _BOOL_TRUE else FALSE
-        return f"({op.sql} IN ({sql_string(_BOOL_TRUE[0])}, {sql_string(_BOOL_TRUE[1])}))"
+            return TRUE if op.const in BOOL_TRUE else FALSE
+        return f"({op.sql} IN ({sql_string(BOOL_TRUE[0])}, {sql_string(BOOL_TRUE[1])}))"
 
     # terms: one method per node kind
     def operand(self, expr: Expr) -> Operand:
@@ -306,10 +306,10 @@ class _Compiler:
             return getattr(self, f"call_{expr.name.lower()}")(self.operand(expr.args[0]))
         value = self.boolean(expr)          # a boolean used as a term: xsd:boolean true/false
         if value in (TRUE, FALSE):
-            term = _BOOL_TRUE[0] if value == TRUE else _BOOL_FALSE
+            term = BOOL_TRUE[0] if value == TRUE else BOOL_FALSE
             return Operand(sql_string(term), frozenset({"bool"}), const=term)
-        return Operand(f"(CASE {value} WHEN TRUE THEN {sql_string(_BOOL_TRUE[0])} "
-                       f"WHEN FALSE THEN {sql_string(_BOOL_FALSE)} END)", frozenset({"bool"}))
+        return Operand(f"(CASE {value} WHEN TRUE THEN {sql_string(BOOL_TRUE[0])} "
+                       f"WHEN FALSE THEN {sql_string(BOOL_FALSE)} END)", frozenset({"bool"}))
 
     # comparisons
     def compare(self, op: str, a: Operand, b: Operand) -> str:
@@ -371,8 +371,8 @@ class _Compiler:
         values are never equal."""
         def has_tz(x: Operand) -> str:
             if x.const is not None:
-                return TRUE if re.search(_DATETIME_TZ_RE, x.const) else FALSE
-            return f"({x.sql} RLIKE {sql_string(_DATETIME_TZ_RE)})"
+                return TRUE if re.search(DATETIME_TZ_RE, x.const) else FALSE
+            return f"({x.sql} RLIKE {sql_string(DATETIME_TZ_RE)})"
 
         def instant(x: Operand) -> str:     # a local time is read as UTC
             zone = _case([(has_tz(x), "''")], "'Z'")

@@ -50,7 +50,9 @@ def number(term: str) -> Number | None:
         return Number(rank, Fraction(int(lexical)))
     if rank == DECIMAL:
         return Number(rank, Fraction(Decimal(lexical)))
-    value = _to_float32(float(lexical)) if rank == FLOAT else float(lexical)
+    if rank == FLOAT and lexical.lstrip("+-") not in ("INF", "NaN"):
+        return Number(rank, Fraction(float32(Fraction(Decimal(lexical)))))
+    value = float(lexical)
     return Number(rank, Fraction(value) if math.isfinite(value) else value)
 
 
@@ -109,8 +111,9 @@ def negate(n: Number) -> Number:
 
 def _in_type(n: Number, rank: int) -> float:
     """A number promoted to float (single precision, held in a Python float) or double."""
-    value = float(n.value)
-    return _to_float32(value) if rank == FLOAT else value
+    if isinstance(n.value, float):
+        return n.value
+    return float32(n.value) if rank == FLOAT else float(n.value)
 
 
 def _truncated(quotient: Fraction) -> Fraction:
@@ -161,6 +164,44 @@ def _to_float32(value: float) -> float:
         return struct.unpack("f", struct.pack("f", value))[0]
     except OverflowError:
         return math.copysign(math.inf, value)
+
+
+#: The least magnitude that rounds to an infinite float: halfway between the largest float and 2**128.
+_FLOAT32_OVERFLOW = Fraction(2 ** 128 - 2 ** 103)
+
+
+def float32(value: Fraction) -> float:
+    """The float nearest an exact value (ties to even), as Java's ``Float.parseFloat`` reads a
+    decimal string, kept in a Python float. Rounding to a double first and then to a float would,
+    rarely, round twice the wrong way."""
+    if abs(value) >= _FLOAT32_OVERFLOW:
+        return math.copysign(math.inf, value)
+    near = _to_float32(float(value))
+    if math.isinf(near):          # the double rounded up onto the overflow boundary
+        return math.copysign(_FLOAT_MAX, value)
+    if Fraction(near) == value:
+        return near
+    other = _step32(near, up=Fraction(near) < value)
+    gap_near, gap_other = abs(Fraction(near) - value), abs(Fraction(other) - value)
+    if gap_near != gap_other:
+        return near if gap_near < gap_other else other
+    return near if _bits32(near) % 2 == 0 else other
+
+
+_FLOAT_MAX = struct.unpack("<f", struct.pack("<I", 0x7F7FFFFF))[0]
+
+
+def _bits32(value: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def _step32(value: float, up: bool) -> float:
+    """The next float above (``up``) or below a finite float."""
+    if value == 0:
+        tiny = struct.unpack("<f", struct.pack("<I", 1))[0]
+        return tiny if up else -tiny
+    bits = _bits32(value) + (1 if (value > 0) == up else -1)
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
 
 
 def _floating_text(value: float, single: bool) -> str:

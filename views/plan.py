@@ -29,8 +29,9 @@ from typing import Collection, Sequence
 
 from .aggregates import Aggregation, aggregation_plan
 from .decompose import Part, decompose, delta_orders, overlap_edges, query_class, star_decomposition
+from .conditions import Condition, compile_filter, condition
 from .errors import UnsupportedQuery
-from .filters import TRUE, filter_sql
+from .expressions import Form, form_from_json
 from .model import (And, Expr, Query, TriplePattern, Unbound, Var, conjuncts, expr_text, expr_variables,
                     map_vars, validate_name)
 from .path_views import ALL, PathDef, path_def
@@ -51,6 +52,11 @@ class ViewDef:
     columns: tuple[str, ...]                  # ("v0", "v1", ...), distinct variables in order
     positions: tuple[tuple[str, str], ...]    # (position, column) for every variable position
     filter_sql: str | None                    # pushed filters over the view columns
+    filter_form: Form | None = None           # the same, decided in process (views.conditions)
+
+    @property
+    def filter(self) -> Condition | None:
+        return condition(self.filter_sql, self.filter_form)
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,11 @@ class Component:
     filter_sql: str | None                    # filters over several of its patterns, on query variables
     stars: tuple[tuple[str, tuple[int, ...]], ...]   # (centre, indexes into patterns)
     delta_orders: tuple[tuple[int, ...], ...]        # delta_orders[i] starts with i
+    filter_form: Form | None = None
+
+    @property
+    def filter(self) -> Condition | None:
+        return condition(self.filter_sql, self.filter_form)
 
 
 @dataclass(frozen=True)
@@ -91,6 +102,11 @@ class QueryPlan:
     output_stream: str | None = None          # REGISTER STREAM: where each window's triples go (bare IRI)
     aggregation: Aggregation | None = None    # GROUP BY / aggregates: projection is then the answer columns
     paths: tuple[PathDef, ...] = ()           # path views, joined by components like views
+    filter_form: Form | None = None
+
+    @property
+    def filter(self) -> Condition | None:
+        return condition(self.filter_sql, self.filter_form)
 
     @property
     def bag_columns(self) -> tuple[str, ...]:
@@ -124,12 +140,12 @@ class QueryPlan:
     def from_json(cls, text: str) -> "QueryPlan":
         """The plan :meth:`to_json` wrote (lists back to tuples)."""
         data = json.loads(text)
-        views = tuple(ViewDef(**{**v, "columns": tuple(v["columns"]),
-                                 "positions": _pairs(v["positions"])}) for v in data["views"])
+        views = tuple(ViewDef(**{**v, "columns": tuple(v["columns"]), "positions": _pairs(v["positions"]),
+                                 "filter_form": _form(v.get("filter_form"))}) for v in data["views"])
         components = tuple(Component(
             kind=c["kind"], variables=tuple(c["variables"]),
             patterns=tuple(PatternRef(r["view"], _pairs(r["bind"])) for r in c["patterns"]),
-            filter_sql=c["filter_sql"],
+            filter_sql=c["filter_sql"], filter_form=_form(c.get("filter_form")),
             stars=tuple((centre, tuple(ix)) for centre, ix in c["stars"]),
             delta_orders=tuple(tuple(o) for o in c["delta_orders"])) for c in data["components"])
         return cls(**{**data, "projection": tuple(data["projection"]), "views": views,
@@ -138,7 +154,13 @@ class QueryPlan:
                       "graphs": tuple(data.get("graphs", ())),
                       "template": tuple(tuple(t) for t in data.get("template", ())),
                       "aggregation": Aggregation.from_dict(data.get("aggregation")),
-                      "paths": tuple(PathDef.from_dict(p) for p in data.get("paths", ()))})
+                      "paths": tuple(PathDef.from_dict(p) for p in data.get("paths", ())),
+                      "filter_form": _form(data.get("filter_form"))})
+
+
+def _form(data: list | None) -> Form | None:
+    """A stored filter form (None in plans stored before forms were: the SQL alone then)."""
+    return form_from_json(data) if data else None
 
 
 def _pairs(items: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
@@ -214,7 +236,7 @@ def compile_query(query: Query, name: str, lateness_ms: int = 0, output_stream: 
         name=name, text=query.text, form=query.form, query_class=query_class(parts),
         projection=query.projection, distinct=query.distinct,
         views=tuple({v.id: v for v in all_views}.values()), components=components,
-        filter_sql=_sql(spanning, set(query.variables)), streams=query.streams, graphs=query.graphs,
+        **_filter(spanning, set(query.variables)), streams=query.streams, graphs=query.graphs,
         lateness_ms=lateness_ms, output_stream=output,
         aggregation=aggregation_plan(query.grouping, scope is not None) if query.grouping else None,
         paths=tuple({p.id: p for p, _ in views if isinstance(p, PathDef)}.values()),
@@ -269,12 +291,11 @@ def _check_dataset(query: Query, name: str, lateness_ms: int) -> None:
                                "query has none")
 
 
-def _sql(exprs: list[Expr], columns: set[str]) -> str | None:
-    """The SQL of the conjunction of ``exprs``; None when there is nothing to filter."""
-    if not exprs:
-        return None
-    sql = filter_sql(exprs[0] if len(exprs) == 1 else And(tuple(exprs)), columns)
-    return None if sql == TRUE else sql
+def _filter(exprs: list[Expr], columns: set[str]) -> dict[str, str | Form | None]:
+    """The plan fields of the conjunction of ``exprs``: its SQL and in-process form (None when
+    there is nothing to filter)."""
+    compiled = compile_filter(exprs[0] if len(exprs) == 1 else And(tuple(exprs)), columns) if exprs else None
+    return {"filter_sql": compiled.sql if compiled else None, "filter_form": compiled.form if compiled else None}
 
 
 def _view(pattern: TriplePattern, exprs: list[Expr],
@@ -300,7 +321,7 @@ def _view(pattern: TriplePattern, exprs: list[Expr],
         o=None if isinstance(pattern.o, Var) else pattern.o,
         columns=columns,
         positions=tuple((pos, rename[n.name]) for pos, n in pattern.nodes() if isinstance(n, Var)),
-        filter_sql=_sql([e for _, e in renamed], set(columns)))
+        **_filter([e for _, e in renamed], set(columns)))
     return view, tuple((col, var) for var, col in rename.items())
 
 
@@ -310,7 +331,7 @@ def _component(part: Part, patterns: Sequence[Pattern],
     return Component(
         kind=part.kind, variables=part.variables,
         patterns=tuple(PatternRef(views[i][0].id, views[i][1]) for i in part.patterns),
-        filter_sql=_sql(exprs, set(part.variables)),
+        **_filter(exprs, set(part.variables)),
         stars=star_decomposition(mine), delta_orders=delta_orders(mine))
 
 

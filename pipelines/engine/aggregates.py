@@ -31,13 +31,14 @@ from typing import Any, Iterator, Mapping
 import pyarrow as pa
 
 from schemas.tables import MULT
-from views.expressions import Undecided, form_variables, holds
+from views.conditions import Condition
 from views.plan import QueryPlan
 from views.running import Running, running_of
 from views.set_functions import answer_row
 
 from ..lake import bag_table, gold_table, sums_table
 from .arrow import consolidate
+from .conditions import where_in_process
 from .zsets import ZSetEngine, binding_schema
 
 Frame = Any   # an engine's frame (a Spark engine relation or an Arrow table)
@@ -178,24 +179,19 @@ class AggregateOperator:
         columns = self.aggregation.columns
         schema = binding_schema(columns, nullable=columns)
         rows = pa.Table.from_pylist([{**row, MULT: sign} for row, sign in signed if row is not None], schema=schema)
-        if self.aggregation.having_sql:
+        if self.aggregation.having:
             rows = self._having(rows, schema)
         projection = self.plan.projection
         return consolidate(rows, projection).cast(binding_schema(projection, nullable=projection))
 
     def _having(self, rows: pa.Table, schema: pa.Schema) -> pa.Table:
-        """The answer rows HAVING keeps: decided in process when its form decides every row (a
-        count against a number), else by the engine's FILTER, a Spark job even on the Arrow engine."""
-        form = self.aggregation.having_form
-        if form is not None:
-            read = [c for c in form_variables(form) if c in rows.column_names]
-            values = rows.select(read).to_pylist() if read else [{}] * rows.num_rows
-            try:
-                return rows.filter(pa.array([holds(form, row) is True for row in values], pa.bool_()))
-            except Undecided:
-                pass
+        """The answer rows HAVING keeps, decided in process on either engine (a query's few answer
+        rows), the engine's FILTER taking any the operators leave undecided."""
         z = self.z
-        return z.collect({0: z.where(z.from_arrow(rows), self.aggregation.having_sql)}, {0: schema})[0]
+
+        def by_sql(undecided: pa.Table, sql: str) -> pa.Table:
+            return z.collect({0: z.where(z.from_arrow(undecided), Condition(sql))}, {0: schema})[0]
+        return where_in_process(rows, self.aggregation.having, by_sql)
 
 
 def _sortable(values: tuple) -> tuple:

@@ -2,8 +2,8 @@
 
 Joins are Acero hash joins built on the smaller side, so a term that starts from a batch's few
 changed rows probes a view once; each state table is read once per batch (the versions the batch
-log recorded) and shared by every term and query that uses it. FILTER predicates are Spark SQL, so
-``where`` hands the (already small) rows to a Spark evaluator given by the caller.
+log recorded) and shared by every term and query that uses it. FILTERs are decided by a ``where``
+the caller gives (in process, :mod:`.conditions`, with Spark SQL for what that leaves undecided).
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.tables import MULT
+from views.conditions import Condition
 from views.decompose import PatternSize
 
 from .threads import Memo
@@ -76,8 +77,8 @@ def _with_key(frame: pa.Table) -> pa.Table:
 class ArrowZSets:
     """:class:`pipelines.engine.zsets.ZSetEngine` on Arrow tables.
 
-    ``read`` gives a state table at the batch's version; ``where`` evaluates a Spark SQL predicate
-    over an Arrow table; ``find`` gives a state table's rows whose columns hold some values
+    ``read`` gives a state table at the batch's version; ``where`` evaluates a condition over an
+    Arrow table (in process, :mod:`.conditions`); ``find`` gives a state table's rows whose columns hold some values
     (:class:`pipelines.engine.lookup.Find`; by default a filter of what ``read`` gives; a run
     finds those of the tables it holds indexed without reading them, :mod:`pipelines.engine.held`).
     """
@@ -85,7 +86,7 @@ class ArrowZSets:
     name = "arrow"
 
     def __init__(self, read: Callable[[str], pa.Table],
-                 where: Callable[[pa.Table, str], pa.Table],
+                 where: Callable[[pa.Table, Condition], pa.Table],
                  find: Callable[[str, Mapping[str, pa.Array]], pa.Table] | None = None) -> None:
         self._read = read
         self._where = where
@@ -148,8 +149,8 @@ class ArrowZSets:
     def consolidate(self, frame: pa.Table, columns: Sequence[str]) -> pa.Table:
         return consolidate(frame, columns)
 
-    def where(self, frame: pa.Table, predicate: str | None) -> pa.Table:
-        return self._where(frame, predicate) if predicate and frame.num_rows else frame
+    def where(self, frame: pa.Table, condition: Condition | None) -> pa.Table:
+        return self._where(frame, condition) if condition and frame.num_rows else frame
 
     def support_delta(self, bag_delta: pa.Table, bag_old: pa.Table, columns: Sequence[str]) -> pa.Table:
         before = _with_key(bag_old.rename_columns([("_old" if c == MULT else c) for c in bag_old.column_names]))

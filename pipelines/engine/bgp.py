@@ -92,7 +92,7 @@ def component_delta(z: ZSetEngine, component: Component, delta: Callable[[str], 
     rows = _delta_sum(z, component.delta_orders, changed, before)
     if rows is None:
         return None
-    rows = z.where(rows, component.filter_sql)
+    rows = z.where(rows, component.filter)
     return z.consolidate(rows, component.variables) if consolidated else rows
 
 
@@ -108,7 +108,7 @@ def component_full(z: ZSetEngine, component: Component) -> Frame:
     frame = frames[order[0]]
     for j in order[1:]:
         frame = z.join(frame, frames[j])
-    return z.consolidate(z.where(frame, component.filter_sql), component.variables)
+    return z.consolidate(z.where(frame, component.filter), component.variables)
 
 
 def product_delta(z: ZSetEngine, deltas: Sequence[Frame | None], old: Sequence[Frame]) -> Frame | None:
@@ -130,7 +130,7 @@ def project(z: ZSetEngine, plan: QueryPlan, rows: Frame, consolidated: Sequence[
     was a group-by of every answer change (250,000 a batch for eleven path queries at 1M edges)."""
     if not sums_again(plan, consolidated):
         return z.rename(rows, [(c, c) for c in plan.bag_columns])
-    return z.consolidate(z.where(rows, plan.filter_sql), plan.bag_columns)
+    return z.consolidate(z.where(rows, plan.filter), plan.bag_columns)
 
 
 @dataclass

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.tables import MULT
+from views.conditions import Condition
 from views.plan import ViewDef
 
 from .arrow import _KEY, ArrowZSets, _with_key, consolidate
@@ -138,7 +139,7 @@ class IntervalZSets(ArrowZSets):
 
     name = "intervals"
 
-    def __init__(self, read: Callable[[str], pa.Table], where: Callable[[pa.Table, str], pa.Table],
+    def __init__(self, read: Callable[[str], pa.Table], where: Callable[[pa.Table, Condition], pa.Table],
                  windows: int) -> None:
         super().__init__(read, where)
         self.windows = windows

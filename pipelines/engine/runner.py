@@ -32,6 +32,7 @@ from ..spark import SparkSource, master_of, session
 from ..storage import TableStore, Txn
 from ..storage.lock import writer
 from .arrow import ArrowZSets, holding
+from .conditions import where_in_process
 from .bgp import state_tables
 from .lookup import Find, Finder, finder
 from .held import HeldTables, held_tables
@@ -89,10 +90,12 @@ def zset_engine(name: str, spark: SparkSource, read_arrow: Callable[[str], pa.Ta
                 read_spark: Callable[[str], Any], find: Find | None = None, bulk: bool = False) -> ZSetEngine:
     """The Z-set engine ``name`` reading state tables through ``read_arrow`` or ``read_spark``
     (and on Arrow finding their rows by key through ``find``, by default a filter of
-    ``read_arrow``'s); Spark (a lazy source stays lazy) evaluates the Arrow engine's FILTERs.
+    ``read_arrow``'s). The Arrow engine decides FILTERs in process, handing Spark (a lazy source
+    stays lazy) only the rows that leaves undecided (:mod:`.conditions`).
     ``bulk`` (a backfill) runs Spark's plans with the session's partitions, not a batch's few."""
     if name == "arrow":
-        return ArrowZSets(read_arrow, lambda rows, predicate: filter_arrow(session(spark), rows, predicate), find)
+        by_sql = lambda rows, sql: filter_arrow(session(spark), rows, sql)    # noqa: E731
+        return ArrowZSets(read_arrow, lambda rows, condition: where_in_process(rows, condition, by_sql), find)
     return SparkZSets(session(spark), read_spark, read_arrow, PLAN_CONF if bulk else BATCH_CONF)
 
 

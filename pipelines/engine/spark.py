@@ -11,6 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from schemas.tables import MULT
+from views.conditions import Condition
 from views.decompose import PatternSize
 from views.filters import column
 
@@ -149,10 +150,10 @@ class SparkZSets:
                           f"SELECT {cells + ', ' if columns else ''}{total} AS {MULT} FROM {frame.name}{group} "
                           f"HAVING {total} IS NOT NULL AND {total} != 0", (frame,))
 
-    def where(self, frame: Relation, predicate: str | None) -> Relation:
-        if not predicate:
+    def where(self, frame: Relation, condition: Condition | None) -> Relation:
+        if not condition:
             return frame
-        return self.query(frame.columns, f"SELECT * FROM {frame.name} WHERE {predicate}", (frame,))
+        return self.query(frame.columns, f"SELECT * FROM {frame.name} WHERE {condition.sql}", (frame,))
 
     def support_delta(self, bag_delta: Relation, bag_old: Relation, columns: Sequence[str]) -> Relation:
         on = " AND ".join(f"d.{column(c)} = b.{column(c)}" for c in columns) or "TRUE"

@@ -27,6 +27,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from schemas.tables import MULT
+from views.conditions import Condition
 from views.filters import column, sql_string
 from views.plan import ViewDef
 
@@ -151,7 +152,7 @@ def probe_spark(z: SparkZSets, messages: pa.Table, views: list[ViewDef]) -> pa.T
             continue
         keys = pc.unique(pc.binary_join_element_wise(*[mine[p] for p in _PAD], "\n")).to_pylist()
         touching = _touching(pc.unique(mine["c0"]).to_pylist(), keys)
-        stored.append(z.where(_shaped(z, z.read(view.id), view, (MULT,)), touching))
+        stored.append(z.where(_shaped(z, z.read(view.id), view, (MULT,)), Condition(touching)))
     union = z.add(stored)
     pads = ", ".join(_PAD)
     present = z.query(("_view", "seq", "op", *_PAD),
@@ -169,20 +170,20 @@ def _matching_spark(z: SparkZSets, messages: pa.Table, views: list[ViewDef]) -> 
         where = f" WHERE {cond}" if cond else ""
         rows = z.query(("seq", "op", *view.columns),
                        f"SELECT {', '.join(['seq', 'op', *cells])} FROM {batch.name}{where}", (batch,))
-        matched.append(_shaped(z, z.where(rows, view.filter_sql), view, ("seq", "op")))
+        matched.append(_shaped(z, z.where(rows, view.filter), view, ("seq", "op")))
     return z.to_arrow(z.add(matched))
 
 
 def matching_arrow(messages: pa.Table, view: ViewDef,
-                   where: Callable[[pa.Table, str], pa.Table] | None) -> pa.Table:
+                   where: Callable[[pa.Table, Condition], pa.Table] | None) -> pa.Table:
     """:func:`matching` on an Arrow table of messages; ``where`` evaluates the view's pushed
-    FILTER (Spark SQL; None for a view without one)."""
+    FILTER (None for a view without one)."""
     m = _match(view)
     condition = _condition_arrow(messages, m)
     selected = messages if condition is None else messages.filter(condition)
     rows = pa.table([selected["seq"], selected["op"]] + [selected[m.source[c]] for c in view.columns],
                     names=["seq", "op", *view.columns])
-    return where(rows, view.filter_sql) if view.filter_sql and rows.num_rows else rows
+    return where(rows, view.filter) if view.filter_sql and rows.num_rows else rows
 
 
 def _condition_arrow(messages: pa.Table, m: _Match) -> pa.ChunkedArray | None:
@@ -212,7 +213,7 @@ def triples_in_graph_arrow(messages: pa.Table) -> pa.Table:
     return present.select(["s", "p", "o"])
 
 
-def view_rows_arrow(graph: pa.Table, view: ViewDef, where: Callable[[pa.Table, str], pa.Table]) -> pa.Table:
+def view_rows_arrow(graph: pa.Table, view: ViewDef, where: Callable[[pa.Table, Condition], pa.Table]) -> pa.Table:
     """:func:`view_rows` in process, from an Arrow graph of (s, p, o) rows."""
     n = graph.num_rows
     as_messages = graph.append_column("seq", pa.repeat(pa.scalar(0, pa.int64()), n)).append_column(
@@ -236,7 +237,7 @@ def _shaped_arrow(rows: pa.Table, view: ViewDef, seq: pa.Array, op: pa.Array) ->
 
 
 def probe_arrow(messages: pa.Table, views: list[ViewDef], before: Callable[[ViewDef, pa.Table], pa.Table],
-                where: Callable[[pa.Table, str], pa.Table]) -> pa.Table:
+                where: Callable[[pa.Table, Condition], pa.Table]) -> pa.Table:
     """:func:`probe_spark` in process: a view no message matches is not read at all, and only the
     stored rows whose key some message touches are shaped. ``before(view, keys)`` gives the view's
     rows before the batch, or only those that can hold one of ``keys`` (its columns' values). The

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 
 from schemas import tables as S
 from schemas.tables import MULT
+from views.conditions import Condition
 from views.model import validate_name
 from views.plan import QueryPlan, construct
 from views.windows import Clock, bare
@@ -295,7 +296,7 @@ def _step_by_step(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Ta
 
 
 def _all_at_once(plan: QueryPlan, step: WindowStep, base: Callable[[str], pa.Table],
-                 where: Callable[[pa.Table, str | None], pa.Table]) -> _Windows:
+                 where: Callable[[pa.Table, Condition | None], pa.Table]) -> _Windows:
     """Every window of the batch in one pass of the delta rules over interval rows
     (:mod:`pipelines.engine.intervals`): each view is scanned once per batch, not once per window."""
     n = len(step.emissions)

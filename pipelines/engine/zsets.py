@@ -21,6 +21,7 @@ from typing import Generic, Mapping, Protocol, Sequence, TypeVar
 import pyarrow as pa
 
 from schemas.tables import MULT
+from views.conditions import Condition
 from views.decompose import PatternSize
 
 Frame = TypeVar("Frame")
@@ -77,8 +78,8 @@ class ZSetEngine(Protocol, Generic[Frame]):
     def consolidate(self, frame: Frame, columns: Sequence[str]) -> Frame:
         """Project onto ``columns``, summing multiplicities, dropping rows that cancel out."""
 
-    def where(self, frame: Frame, predicate: str | None) -> Frame:
-        """Rows satisfying a Spark SQL predicate (filters act row by row, so they commute with deltas)."""
+    def where(self, frame: Frame, condition: Condition | None) -> Frame:
+        """Rows satisfying a condition (filters act row by row, so they commute with deltas)."""
 
     def support_delta(self, bag_delta: Frame, bag_old: Frame, columns: Sequence[str]) -> Frame:
         """How the set of bindings with positive multiplicity changes when the bag ``bag_old`` changes
