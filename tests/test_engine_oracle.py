@@ -124,7 +124,7 @@ def test_time_travel_and_changes_sum(replay, name):
 
 
 def test_a_batch_is_a_handful_of_spark_jobs_on_either_engine(replay, request):
-    """Sixteen queries. On Spark: the probe's job (and one for the views with a pushed FILTER), one
+    """Sixteen queries. On Spark: the probe's job (the views' pushed FILTERs decided in process), one
     for every delta rule, and one per sum over a ground pattern (Spark runs a sum without grouping
     columns as a scalar subquery, a job of its own), not a job per join, shuffle stage or
     broadcast, which made dozens (docs/engines.md). On Arrow: none, FILTERs included."""

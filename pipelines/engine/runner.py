@@ -32,13 +32,12 @@ from ..spark import SparkSource, master_of, session
 from ..storage import TableStore, Txn
 from ..storage.lock import writer
 from .arrow import ArrowZSets, holding
-from .conditions import where_in_process
 from .bgp import state_tables
 from .lookup import Find, Finder, finder
 from .held import HeldTables, held_tables
 from .held_bags import HeldBags
 from . import views_table
-from .spark import BATCH_CONF, PLAN_CONF, SparkZSets, filter_arrow
+from .spark import BATCH_CONF, PLAN_CONF, SparkZSets, where_arrow
 from .threads import each
 from .step import change_rows, commit, compute
 from .windowed import run_windowed, window_tables, write_windows
@@ -94,8 +93,7 @@ def zset_engine(name: str, spark: SparkSource, read_arrow: Callable[[str], pa.Ta
     stays lazy) only the rows that leaves undecided (:mod:`.conditions`).
     ``bulk`` (a backfill) runs Spark's plans with the session's partitions, not a batch's few."""
     if name == "arrow":
-        by_sql = lambda rows, sql: filter_arrow(session(spark), rows, sql)    # noqa: E731
-        return ArrowZSets(read_arrow, lambda rows, condition: where_in_process(rows, condition, by_sql), find)
+        return ArrowZSets(read_arrow, lambda rows, condition: where_arrow(spark, rows, condition), find)
     return SparkZSets(session(spark), read_spark, read_arrow, PLAN_CONF if bulk else BATCH_CONF)
 
 

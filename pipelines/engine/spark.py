@@ -15,8 +15,9 @@ from views.conditions import Condition
 from views.decompose import PatternSize
 from views.filters import column
 
-from ..spark import session_conf
+from ..spark import SparkSource, session, session_conf
 from ..storage.spark_arrow import arrow_type_to_spark, frame_of
+from .conditions import where_in_process
 
 Key = TypeVar("Key")
 
@@ -230,9 +231,14 @@ class SparkZSets:
 _NAMES = count()
 
 
+def where_arrow(spark: SparkSource, table: pa.Table, condition: Condition) -> pa.Table:
+    """The rows of an Arrow table ``condition`` keeps, decided in process (:mod:`.conditions`);
+    only rows that leaves undecided are handed to Spark SQL (starting a lazy ``spark`` then)."""
+    return where_in_process(table, condition, lambda undecided, sql: filter_arrow(session(spark), undecided, sql))
+
+
 def filter_arrow(spark: SparkSession, table: pa.Table, predicate: str) -> pa.Table:
-    """The rows of an Arrow table satisfying a Spark SQL predicate, evaluated by Spark (one job):
-    FILTERs compile to Spark SQL, so the Arrow engine hands them here."""
+    """The rows of an Arrow table satisfying a Spark SQL predicate, evaluated by Spark (one job)."""
     if table.num_rows == 0:
         return table
     kept = frame_of(spark, table).where(F.expr(predicate)).toArrow()

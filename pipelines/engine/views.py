@@ -9,9 +9,9 @@ Inserting a present triple and deleting an absent one are counted as no-ops.
 A *probe* finds each view's matching messages and, for the keys they touch, whether the key is in
 the view before the batch, as rows of one common shape (``_view``, ``seq``, ``op``, ``c0..c3``
 padded with '', at most four variable positions: s, p, o and a windowed query's timestamp ``t``; a
-presence row has a null ``seq``). Spark probes in one job, and one more for views with a pushed
-FILTER (:func:`probe_spark`); the Arrow engine probes in process (:func:`probe_arrow`), reading
-only the views some message matches. The walk in ``seq`` order is then done on those few rows in
+presence row has a null ``seq``). Spark probes in one job (:func:`probe_spark`); the Arrow engine
+probes in process (:func:`probe_arrow`), reading only the views some message matches. Both match
+messages to views, pushed FILTERs included, in process. The walk in ``seq`` order is then done on those few rows in
 Arrow.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from views.conditions import Condition
 from views.filters import column, sql_string
 from views.plan import ViewDef
 
-from .spark import Relation, SparkZSets
+from .spark import Relation, SparkZSets, where_arrow
 from .threads import each
 
 _PAD = ("c0", "c1", "c2", "c3")
@@ -127,21 +127,19 @@ def _touching(firsts: Sequence[str], keys: Sequence[str]) -> str:
 
 def probe_spark(z: SparkZSets, messages: pa.Table, views: list[ViewDef]) -> pa.Table:
     """The probe on the Spark engine. The messages matching each view are found in process, as
-    on Arrow (the batch's messages are at hand: a Spark job for them cost 0.3-0.4 s of a batch),
-    but those of views with a pushed FILTER, which Spark SQL evaluates, in one job for them all.
-    Then one job, whatever the number of views: for the keys the messages touch, whether the key
-    is in the view before the batch (rows with a null ``seq``). It reads each view hit through
-    literal keys (its first column's values, which parquet statistics can prune on, then the
-    whole key), so nothing of a view but its matches leaves Spark and no key set is broadcast (a
-    broadcast is a job of its own, one per view). A view as ``z`` reads it may hold signed rows
-    unconsolidated (merge on read): a key is present when its rows sum to a positive
-    multiplicity."""
-    matches = ((view, matching_arrow(messages, view, None)) for view in views if not view.filter_sql)
+    on Arrow, their pushed FILTERs decided in process too (:mod:`.conditions`: a Spark job for them
+    cost 0.3-0.4 s of a batch; only a value that leaves undecided still takes one). Then one job,
+    whatever the number of views: for the keys the messages touch, whether the key is in the view
+    before the batch (rows with a null ``seq``). It reads each view hit through literal keys (its
+    first column's values, which parquet statistics can prune on, then the whole key), so nothing
+    of a view but its matches leaves Spark and no key set is broadcast (a broadcast is a job of
+    its own, one per view). A view as ``z`` reads it may hold signed rows unconsolidated (merge on
+    read): a key is present when its rows sum to a positive multiplicity."""
+    def where(rows: pa.Table, condition: Condition) -> pa.Table:
+        return where_arrow(z.spark, rows, condition)
+    matches = ((view, matching_arrow(messages, view, where)) for view in views)
     parts = [_shaped_arrow(rows, view, rows["seq"], rows["op"]).cast(_PROBED)
              for view, rows in matches if rows.num_rows]
-    filtered = [view for view in views if view.filter_sql]
-    if filtered:
-        parts.append(_matching_spark(z, messages, filtered).cast(_PROBED))
     hits = pa.concat_tables(parts) if parts else _PROBED.empty_table()
     if hits.num_rows == 0:
         return hits
@@ -159,19 +157,6 @@ def probe_spark(z: SparkZSets, messages: pa.Table, views: list[ViewDef]) -> pa.T
                       f"SELECT _view, CAST(NULL AS BIGINT) AS seq, CAST(NULL AS STRING) AS op, {pads} "
                       f"FROM {union.name} GROUP BY _view, {pads} HAVING SUM({MULT}) > 0", (union,))
     return pa.concat_tables([hits, z.to_arrow(present).cast(_PROBED)])
-
-
-def _matching_spark(z: SparkZSets, messages: pa.Table, views: list[ViewDef]) -> pa.Table:
-    """The messages matching each of ``views`` (shaped), with their pushed FILTERs, in one job."""
-    batch = z.from_arrow(messages)
-    matched = []
-    for view in views:
-        cells, cond = _matching_sql(view)
-        where = f" WHERE {cond}" if cond else ""
-        rows = z.query(("seq", "op", *view.columns),
-                       f"SELECT {', '.join(['seq', 'op', *cells])} FROM {batch.name}{where}", (batch,))
-        matched.append(_shaped(z, z.where(rows, view.filter), view, ("seq", "op")))
-    return z.to_arrow(z.add(matched))
 
 
 def matching_arrow(messages: pa.Table, view: ViewDef,
