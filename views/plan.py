@@ -40,8 +40,19 @@ from .source import Source
 from .streams import TIMESTAMP_CALL, StreamWindow
 
 
+class _Filtered:
+    """A plan part with a FILTER kept as SQL and as its in-process form (:mod:`views.conditions`)."""
+
+    filter_sql: str | None
+    filter_form: Form | None
+
+    @property
+    def filter(self) -> Condition | None:
+        return condition(self.filter_sql, self.filter_form)
+
+
 @dataclass(frozen=True)
-class ViewDef:
+class ViewDef(_Filtered):
     """One distinct canonical triple pattern (+ pushed atomic filters); shared across queries."""
 
     id: str                                   # "v_" + first 16 hex of sha256(canonical)
@@ -54,10 +65,6 @@ class ViewDef:
     filter_sql: str | None                    # pushed filters over the view columns
     filter_form: Form | None = None           # the same, decided in process (views.conditions)
 
-    @property
-    def filter(self) -> Condition | None:
-        return condition(self.filter_sql, self.filter_form)
-
 
 @dataclass(frozen=True)
 class PatternRef:
@@ -66,7 +73,7 @@ class PatternRef:
 
 
 @dataclass(frozen=True)
-class Component:
+class Component(_Filtered):
     """One subquery of the connected-variable decomposition."""
 
     kind: str                                 # 'ground' | 'simple var-centric star' | 'var-connected'
@@ -77,13 +84,9 @@ class Component:
     delta_orders: tuple[tuple[int, ...], ...]        # delta_orders[i] starts with i
     filter_form: Form | None = None
 
-    @property
-    def filter(self) -> Condition | None:
-        return condition(self.filter_sql, self.filter_form)
-
 
 @dataclass(frozen=True)
-class QueryPlan:
+class QueryPlan(_Filtered):
     name: str
     text: str
     form: str                                 # 'select' | 'ask'
@@ -103,10 +106,6 @@ class QueryPlan:
     aggregation: Aggregation | None = None    # GROUP BY / aggregates: projection is then the answer columns
     paths: tuple[PathDef, ...] = ()           # path views, joined by components like views
     filter_form: Form | None = None
-
-    @property
-    def filter(self) -> Condition | None:
-        return condition(self.filter_sql, self.filter_form)
 
     @property
     def bag_columns(self) -> tuple[str, ...]:
