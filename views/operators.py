@@ -305,7 +305,8 @@ def _class(pattern: str, i: int) -> tuple[str, int] | None:
             return None
         if pattern[j] == "\\":
             piece = _escape(pattern, j, in_class=True)
-            if piece is None or (pattern[j + 1] in _CLASSES and "-" in (pattern[j - 1], pattern[piece[1]:piece[1] + 1])):
+            beside = (pattern[j - 1], pattern[piece[1]:piece[1] + 1]) if piece else ()
+            if piece is None or (pattern[j + 1] in _CLASSES and "-" in beside):
                 return None         # a class escape as a range's end
             out.append(piece[0])
             j = piece[1]

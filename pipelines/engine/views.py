@@ -11,8 +11,8 @@ the view before the batch, as rows of one common shape (``_view``, ``seq``, ``op
 padded with '', at most four variable positions: s, p, o and a windowed query's timestamp ``t``; a
 presence row has a null ``seq``). Spark probes in one job (:func:`probe_spark`); the Arrow engine
 probes in process (:func:`probe_arrow`), reading only the views some message matches. Both match
-messages to views, pushed FILTERs included, in process. The walk in ``seq`` order is then done on those few rows in
-Arrow.
+messages to views, pushed FILTERs included, in process. The walk in ``seq`` order is then done on
+those few rows in Arrow.
 """
 from __future__ import annotations
 
