@@ -28,7 +28,8 @@ from typing import Any, Callable, Mapping
 
 from .model import COMPARISONS, And, Arith, Call, Compare, Const, Expr, Not, Or, Unbound, Var
 from .numbers import arithmetic, negate, number, spell
-from .operators import (LITERAL_KINDS, Undecided, boolean_term, compare, ebv, is_kind, lang_matches, lexical,
+from .filters import LITERAL_KINDS
+from .operators import (Undecided, boolean_term, compare, ebv, is_kind, lang_matches, lexical,
                         regex, same_term)
 from .terms import literal, split_literal
 

@@ -67,8 +67,8 @@ BOOL_FALSE = f'"false"^^<{XSD_BOOLEAN}>'
 
 _TYPED_RE = {"num": NUMERIC_RE, "bool": BOOLEAN_RE, "dt": DATETIME_RE}
 _KNOWN_TYPED_RE = "|".join(_TYPED_RE.values())
-_LITERAL_KINDS = frozenset({"str", "lang", "num", "bool", "dt", "other"})
-_ALL_KINDS = _LITERAL_KINDS | {"iri", "bnode"}
+LITERAL_KINDS = frozenset({"str", "lang", "num", "bool", "dt", "other"})
+_ALL_KINDS = LITERAL_KINDS | {"iri", "bnode"}
 
 
 def filter_sql(expr: Expr, columns: set[str]) -> str:
@@ -166,7 +166,7 @@ def _is(op: Operand, kinds: frozenset[str] | str) -> str:
     if op.kinds <= wanted:
         return TRUE
     t = op.sql
-    if wanted == _LITERAL_KINDS:
+    if wanted == LITERAL_KINDS:
         return f"startswith({t}, '\"')"
     kinds = wanted & op.kinds
     tests = [f"startswith({t}, '<')" if "iri" in kinds else FALSE,
@@ -335,7 +335,7 @@ class _Compiler:
             (_and(_is(a, "bool"), _is(b, "bool")), f"({self.bool_value(a)} = {self.bool_value(b)})"),
             (_and(_is(a, "dt"), _is(b, "dt")), self.datetime("=", a, b)),
             (TRUE if a.const is not None and a.const == b.const else f"({a.sql} = {b.sql})", TRUE),
-            (_not(_and(_is(a, _LITERAL_KINDS), _is(b, _LITERAL_KINDS))), FALSE),
+            (_not(_and(_is(a, LITERAL_KINDS), _is(b, LITERAL_KINDS))), FALSE),
             (_or(_is_other(a), _is_other(b)), NULL_BOOL),
         ], FALSE)
 
@@ -399,7 +399,7 @@ class _Compiler:
         return self._test(arg, frozenset({"bnode"}))
 
     def call_isliteral(self, arg: Expr) -> str:
-        return self._test(arg, _LITERAL_KINDS)
+        return self._test(arg, LITERAL_KINDS)
 
     def call_isnumeric(self, arg: Expr) -> str:
         return self._test(arg, frozenset({"num"}))
@@ -442,8 +442,8 @@ class _Compiler:
     # built-in functions returning terms
     def call_str(self, op: Operand) -> Operand:
         iri_text = f"substr({op.sql}, 2, length({op.sql}) - 2)"
-        iri, lit = _is(op, "iri"), _is(op, _LITERAL_KINDS)
-        if "iri" not in op.kinds and not op.kinds & _LITERAL_KINDS:
+        iri, lit = _is(op, "iri"), _is(op, LITERAL_KINDS)
+        if "iri" not in op.kinds and not op.kinds & LITERAL_KINDS:
             return Operand(NULL_STR, frozenset())
         term = _case([(iri, f"concat('\"', {iri_text}, '\"')"),
                       (lit, f"concat('\"', {_content(op)}, '\"')")], NULL_STR)
@@ -451,18 +451,18 @@ class _Compiler:
         return Operand(term, frozenset({"str"}), lexical=lexical)
 
     def call_lang(self, op: Operand) -> Operand:
-        if not op.kinds & _LITERAL_KINDS:
+        if not op.kinds & LITERAL_KINDS:
             return Operand(NULL_STR, frozenset())
         tag = _case([(_is(op, "lang"), f"substring_index({op.sql}, '\"@', -1)"),
-                     (_is(op, _LITERAL_KINDS), "''")], NULL_STR)
+                     (_is(op, LITERAL_KINDS), "''")], NULL_STR)
         return Operand(f"concat('\"', {tag}, '\"')", frozenset({"str"}), lexical=tag)
 
     def call_datatype(self, op: Operand) -> Operand:
-        if not op.kinds & _LITERAL_KINDS:
+        if not op.kinds & LITERAL_KINDS:
             return Operand(NULL_STR, frozenset())
         term = _case([(_is(op, "str"), sql_string(f"<{XSD_STRING}>")),
                       (_is(op, "lang"), sql_string(f"<{RDF_LANGSTRING}>")),
-                      (_is(op, _LITERAL_KINDS), f"concat('<', substring_index({op.sql}, '\"^^<', -1))")],
+                      (_is(op, LITERAL_KINDS), f"concat('<', substring_index({op.sql}, '\"^^<', -1))")],
                      NULL_STR)
         return Operand(term, frozenset({"iri"}))
 

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Callable
 
-from .filters import BOOL_FALSE, BOOL_TRUE, DATETIME_TZ_RE, EBV_TYPED_RE, const_kind
+from .filters import BOOL_FALSE, BOOL_TRUE, DATETIME_TZ_RE, EBV_TYPED_RE, LITERAL_KINDS, const_kind
 from .numbers import DOUBLE, FLOAT, Number, float32, number
 from .terms import split_literal
 
@@ -36,7 +36,6 @@ class Undecided(Exception):
     """A value this module leaves to the compiled SQL (see the module's docstring)."""
 
 
-LITERAL_KINDS = frozenset({"str", "lang", "num", "bool", "dt", "other"})
 ORDER: dict[str, Callable[[object, object], bool]] = {
     "=": lambda x, y: x == y, "!=": lambda x, y: x != y, "<": lambda x, y: x < y,
     "<=": lambda x, y: x <= y, ">": lambda x, y: x > y, ">=": lambda x, y: x >= y}
@@ -161,8 +160,7 @@ def ebv(term: str | None) -> bool | None:
         return term in BOOL_TRUE
     if k == "num":
         n = number(term)
-        value = n.value if isinstance(n.value, float) else float32(n.value) if n.rank == FLOAT \
-            else float(lexical(term))
+        value = _floating(n, n)         # a float read as a float, any other number as a double
         return not math.isnan(value) and value != 0
     if k == "str":
         return term != '""'
