@@ -24,8 +24,9 @@ def store(tmp_path, spark, backend):
 
 @pytest.fixture
 def short_log(monkeypatch):
-    """New tables make a checkpoint every four commits (ten by default) on either backend, so a
-    test crosses checkpoints in a few commits: each is a Spark job on delta-spark."""
+    """New tables make a checkpoint every four commits on either backend (by default a hundred on
+    delta-rs, ten on delta-spark), so a test crosses checkpoints in a few commits: each is a Spark
+    job on delta-spark."""
     every = {"delta.checkpointInterval": "4"}
     monkeypatch.setattr(delta_rs, "_NEW_TABLE", {**delta_rs._NEW_TABLE, **every})
     monkeypatch.setattr(delta_spark, "TABLE_PROPERTIES", {**delta_spark.TABLE_PROPERTIES, **every})
@@ -322,25 +323,33 @@ def test_appends_inside_a_run_take_the_next_free_version_after_another_writers(s
 
 
 def test_a_long_run_of_appends_reads_right_at_every_version_across_checkpoints(store, spark, tmp_path, short_log):
-    """Ten appends in one run (checkpoints at versions 4 and 8), each checked at once through the
-    store and, at the end, every version through a fresh store: rows, row counts, app transactions
-    and the files' statistics (string bounds too, for file skipping)."""
-    store.create("t", SCHEMA)
+    """Ten appends in one run to two tables in step (as a batch commits to each of its tables),
+    each checked at once through the store and, at the end, every version through a fresh store:
+    rows, row counts, app transactions and the files' statistics (string bounds too, for file
+    skipping). A checkpoint every four versions: on delta-rs at an offset of each table's own, so
+    that tables moving in step do not all checkpoint in the same batch ("t" at 4 and 8, "u" at 2, 6
+    and 10); Spark's writer checkpoints both at 4 and 8."""
+    names = ("t", "u")
+    for name in names:
+        store.create(name, SCHEMA)
     with store.writing():
         for i in range(1, 11):
             data = pa.table({"k": [f"k{i:02d}", f"x{i:02d}"], "_mult": [i, -i]}, schema=SCHEMA)
-            assert store.append("t", data, Txn("run", i))
-            assert not store.append("t", data, Txn("run", i))
-            assert store.version("t") == i and store.row_count("t") == 2 * i
-            assert rows(store.read_arrow("t", i))[f"k{i:02d}"] == i
+            for name in names:
+                assert store.append(name, data, Txn("run", i))
+                assert not store.append(name, data, Txn("run", i))
+                assert store.version(name) == i and store.row_count(name) == 2 * i
+                assert rows(store.read_arrow(name, i))[f"k{i:02d}"] == i
     fresh = open_store(str(tmp_path / "lake"), spark, backend=store.backend)
-    assert fresh.version("t") == 10 and fresh.committed("t", "run") == 10
-    checkpoints = (tmp_path / "lake" / "t" / "_delta_log").glob("*.checkpoint.parquet")
-    assert sorted(int(c.name.split(".")[0]) for c in checkpoints) == [4, 8]
-    for version in (1, 3, 4, 5, 8, 10):
-        assert rows(fresh.read_arrow("t", version)) == {
-            **{f"k{i:02d}": i for i in range(1, version + 1)}, **{f"x{i:02d}": -i for i in range(1, version + 1)}}
-    assert sorted(r["k"] for r in fresh.changes("t", 10).to_pylist()) == ["k10", "x10"]
+    expected = {"t": [4, 8], "u": [2, 6, 10] if store.backend == "delta-rs" else [4, 8]}
+    for name in names:
+        assert fresh.version(name) == 10 and fresh.committed(name, "run") == 10
+        checkpoints = (tmp_path / "lake" / name / "_delta_log").glob("*.checkpoint.parquet")
+        assert sorted(int(c.name.split(".")[0]) for c in checkpoints) == expected[name]
+        for version in (1, 2, 3, 4, 5, 6, 8, 10):
+            assert rows(fresh.read_arrow(name, version)) == {
+                **{f"k{i:02d}": i for i in range(1, version + 1)}, **{f"x{i:02d}": -i for i in range(1, version + 1)}}
+        assert sorted(r["k"] for r in fresh.changes(name, 10).to_pylist()) == ["k10", "x10"]
     from deltalake import DeltaTable
     adds = pa.RecordBatchReader.from_stream(DeltaTable(store.path("t")).get_add_actions(flatten=True)).read_all()
     adds = adds.to_pylist()
