@@ -29,6 +29,7 @@ from views.automata import BACKWARD, FORWARD, Symbol
 from views.path_views import ALL
 
 from ..sorted_sets import distinct
+from ..string_index import HashTable, same_values, string_hashes
 from .lookup import Find, counted
 from .threads import Memo
 
@@ -141,43 +142,46 @@ def times(terms: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 class Terms:
     """The vertices a step meets, numbered in the order it meets them: its walks, trees and moves
-    are arrays of these numbers, and strings come back only for the rows it writes."""
+    are arrays of these numbers, and strings come back only for the rows it writes. The numbered
+    strings are found by hash (:class:`~pipelines.string_index.HashTable`, in numpy), not in a
+    ``dict``: a Python lookup per value held the GIL, which the batch's other walks and writes
+    wait on (a sixth of a 10,000-edge batch's path steps at 1M edges)."""
 
     def __init__(self) -> None:
-        self._codes: dict[str, int] = {}
         self._strings: pa.Array = pa.array([], pa.string())     # by number, up to those in _new
         self._new: list[pa.Array] = []                          # the strings numbered since, in order
+        self._count = 0
+        self._table = HashTable(np.zeros(0, np.uint64), np.zeros(0, np.int64))    # number by hash
 
     def __len__(self) -> int:
-        return len(self._codes)
+        return self._count
 
     def encode(self, values: pa.Array | pa.ChunkedArray | list[str]) -> np.ndarray:
-        """The numbers of ``values``, new ones numbered from the next free one. An Arrow column is
-        dictionary-encoded first, so each distinct string is hashed in Python once (a tree's rows
-        repeat its root in every row and a parent in each of its children's)."""
+        """The numbers of ``values``, new ones numbered from the next free one (in the order of
+        their first occurrence). Each distinct value is hashed and looked up once."""
         if isinstance(values, list):
-            return self._numbers(values, lambda at: pa.array([values[i] for i in at], pa.string()))
+            values = pa.array(values, pa.string())
         values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
         if not len(values):
             return np.zeros(0, np.int64)
         encoded = pc.dictionary_encode(values, null_encoding="encode")     # a null numbered as before
-        dictionary = encoded.dictionary
-        numbers = self._numbers(dictionary.to_pylist(), lambda at: dictionary.take(pa.array(at)).cast(pa.string()))
-        return numbers[encoded.indices.to_numpy()]
+        return self._numbers(encoded.dictionary.cast(pa.string()))[encoded.indices.to_numpy(zero_copy_only=False)]
 
-    def _numbers(self, values: list[str], pick: Callable[[np.ndarray], pa.Array]) -> np.ndarray:
-        """The numbers of ``values``; the strings newly numbered are kept as ``pick`` gives them
-        (by their positions in ``values``): Arrow strings, for :meth:`decode`, which a walk calls
-        every round (making them again from every number's Python string cost the whole table
-        each time)."""
-        codes = self._codes
-        before = len(codes)
-        add = codes.setdefault
-        numbers = np.fromiter((add(v, len(codes)) for v in values), np.int64, len(values))
-        if len(codes) > before:
-            at = np.flatnonzero(numbers >= before)
-            _, first = np.unique(numbers[at], return_index=True)    # by number: the order they were met
-            self._new.append(pick(at[first]))
+    def _numbers(self, values: pa.Array) -> np.ndarray:
+        """The numbers of ``values`` (distinct), those not numbered yet numbered in their order."""
+        hashes = string_hashes(values)
+        numbers = np.full(len(values), -1, np.int64)
+        if self._count:
+            rows, owners, _ = self._table.find(hashes)
+            same = same_values(self.decode(rows), values.take(owners))
+            numbers[owners[same]] = rows[same]
+        fresh = np.flatnonzero(numbers < 0)
+        if len(fresh):
+            numbers[fresh] = self._count + np.arange(len(fresh))
+            self._table = self._table.rebuilt(None, len(fresh))
+            self._table.insert(hashes[fresh], numbers[fresh])
+            self._new.append(values.take(pa.array(fresh)))
+            self._count += len(fresh)
         return numbers
 
     def decode(self, codes: np.ndarray) -> pa.Array:
