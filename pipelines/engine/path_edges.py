@@ -38,13 +38,6 @@ TRIPLE_SCHEMA = pa.schema([(c, pa.string()) for c in ("s", "p", "o", "t")])
 #: The time of an edge without one (outside windows, or only in a background graph): never expires.
 FOREVER = 2 ** 62
 
-Triple = tuple[str, str, str, str]       # (s, p, o, t)
-
-
-def time_of(term: str) -> int:
-    """An edge's time in epoch ms from its ``t`` term (``"ms"^^xsd:integer``); :data:`FOREVER` for ''."""
-    return int(term[1:term.index('"', 1)]) if term else FOREVER
-
 
 def triples(predicate: str, rows: pa.Table, stamped: bool) -> pa.Table:
     """Edge view rows as (s, p, o, t): a predicate's view holds (s, o), the view of every triple
@@ -54,10 +47,6 @@ def triples(predicate: str, rows: pa.Table, stamped: bool) -> pa.Table:
         [rows["v0"], pa.repeat(pa.scalar(predicate, pa.string()), n), rows["v1"]]
     time = rows["v3" if predicate == ALL else "v2"] if stamped else pa.repeat(pa.scalar("", pa.string()), n)
     return pa.Table.from_arrays([*spo, time], schema=TRIPLE_SCHEMA)
-
-
-def tuples(rows: pa.Table) -> list[Triple]:
-    return list(zip(*(rows[c].to_pylist() for c in TRIPLE_SCHEMA.names)))
 
 
 class ViewIndex:
@@ -131,8 +120,9 @@ def triple_keys(rows: pa.Table) -> pa.ChunkedArray:
 
 
 def times(terms: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """:func:`time_of` of each term, in Arrow (split at its quotes: a regular expression is
-    compiled at every call, which small steps make many of)."""
+    """The time in epoch ms of each ``t`` term (``"ms"^^xsd:integer``), :data:`FOREVER` for '', in
+    Arrow (split at its quotes: a regular expression is compiled at every call, which small steps
+    make many of)."""
     if not len(terms) or not pc.max(pc.utf8_length(terms)).as_py():
         return np.full(len(terms), FOREVER, np.int64)
     digits = pc.list_element(pc.split_pattern(pc.binary_join_element_wise(terms, '""', ""), '"', max_splits=2), 1)
@@ -173,7 +163,7 @@ class Terms:
         numbers = np.full(len(values), -1, np.int64)
         if self._count:
             rows, owners, _ = self._table.find(hashes)
-            same = same_values(self.decode(rows), values.take(owners))
+            same = self._holds(rows, values.take(pa.array(owners)))
             numbers[owners[same]] = rows[same]
         fresh = np.flatnonzero(numbers < 0)
         if len(fresh):
@@ -183,6 +173,22 @@ class Terms:
             self._new.append(values.take(pa.array(fresh)))
             self._count += len(fresh)
         return numbers
+
+    def _holds(self, numbers: np.ndarray, wanted: pa.Array) -> np.ndarray:
+        """Whether the string numbered each of ``numbers`` is the one beside it in ``wanted``,
+        read from the arrays the strings were kept in as they were numbered: joining every
+        string numbered so far at each call (:meth:`decode` does, for a walk round) cost more
+        than the dict did."""
+        chunks = [self._strings, *self._new]
+        starts = np.cumsum([0, *map(len, chunks)])
+        which = np.searchsorted(starts, numbers, side="right") - 1
+        order = np.argsort(which, kind="stable")
+        bounds = np.searchsorted(which[order], np.arange(len(chunks) + 1))
+        same = np.zeros(len(numbers), bool)
+        for c in np.flatnonzero(np.diff(bounds)):
+            at = order[bounds[c]:bounds[c + 1]]
+            same[at] = same_values(chunks[c].take(pa.array(numbers[at] - starts[c])), wanted.take(pa.array(at)))
+        return same
 
     def decode(self, codes: np.ndarray) -> pa.Array:
         """The strings numbered ``codes``."""

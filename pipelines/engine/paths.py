@@ -75,8 +75,7 @@ from ..sorted_sets import distinct, union
 from .arrow import consolidate
 from .flat_paths import flat_changes, is_flat
 from .lookup import Find, finder
-from .path_edges import (FOREVER, TRIPLE_SCHEMA, Adjacency, EdgeIndexes, Edges, Terms, Triple, ViewIndex, time_of, triple_keys,
-                         triples, tuples)
+from .path_edges import FOREVER, TRIPLE_SCHEMA, Adjacency, EdgeIndexes, Edges, Terms, ViewIndex, times, triple_keys, triples
 from .path_forest import (Forest, Frontier, check_bounds, cut, isin, key_parts, key_roots, pair_keys, pair_parts, reach_changes,
                           walk)
 from .path_reach import REACH_SCHEMA, pairs_table, reached
@@ -150,8 +149,7 @@ class PathOperator:
         sharing = list(sharing)
         if self.flat and not initial and not sharing:       # every match one edge: no tree read, no walk
             return flat_changes(path, self.trans[0], edges, deltas, find, indexes)
-        inserted_list, deleted_list = tuples(inserted), tuples(deleted)
-        roots, read_whole, members = self._roots(deltas, find, indexes, inserted_list, deleted_list)
+        roots, read_whole, members = self._roots(deltas, find, indexes, inserted, deleted)
         if not initial and not path.simple:
             roots = read_whole | self._changing(roots - read_whole, find, edges)
         before = Forest.of(reached(find, path.reach, roots), terms)
@@ -160,7 +158,7 @@ class PathOperator:
         stored = self._stored(read, find, roots) if path.simple and not initial else {}
         if path.simple:
             edges.load_reachable(root_codes)    # the enumeration follows every edge from a root
-        expired = _expiry(_graph_after(views, deleted), inserted_list, deleted_list) \
+        expired = _expiry(_graph_after(views, deleted), inserted, deleted) \
             if path.stamped and deleted.num_rows else None
         seeded = path.seed is not None
         was, now = _membership(terms, root_codes, members)
@@ -287,8 +285,8 @@ class PathOperator:
         return out
 
     # -- roots and their trees -------------------------------------------------------------------
-    def _roots(self, deltas: Mapping[str, pa.Table], find: Find, indexes: EdgeIndexes, inserted: list[Triple],
-               deleted: list[Triple]) -> tuple[set[str], set[str], dict[str, tuple[bool, bool]]]:
+    def _roots(self, deltas: Mapping[str, pa.Table], find: Find, indexes: EdgeIndexes, inserted: pa.Table,
+               deleted: pa.Table) -> tuple[set[str], set[str], dict[str, tuple[bool, bool]]]:
         """The roots whose trees or pairs the step can change; those of them whose trees it reads
         whole, whatever their walk does (a deleted edge may cut the tree, or the root's own
         membership changes); and the membership (before, after) of those whose own membership may
@@ -309,27 +307,31 @@ class PathOperator:
             roots |= new | {x for x, (was, now) in members.items() if was != now}
         return roots, cut | cut_starting | {x for x, (was, now) in members.items() if was != now}, members
 
-    def _holding(self, find: Find, changed: list[Triple]) -> tuple[set[str], set[str]]:
-        """The roots whose tree holds an end a ``changed`` edge can be followed from, in a state
-        with that move, and the ends the start state moves from (roots, new ones perhaps). A tree
-        gains or loses nodes only where a walk could take a changed edge; a tree holding only the
-        other end (a popular node every tree ends at) stays as it is."""
-        starts: dict[tuple[str, str], set[str]] = defaultdict(set)
-        for s, p, o, _ in changed:
-            key = self._symbol(p)
+    def _holding(self, find: Find, changed: pa.Table) -> tuple[set[str], set[str]]:
+        """The roots whose tree holds an end a ``changed`` edge (s, p, o, t) can be followed from,
+        in a state with that move, and the ends the start state moves from (roots, new ones
+        perhaps). A tree gains or loses nodes only where a walk could take a changed edge; a tree
+        holding only the other end (a popular node every tree ends at) stays as it is. The ends
+        are picked by predicate in Arrow: a Python loop over the batch's edges, for each path,
+        held the GIL the other walks wait on."""
+        starts: dict[tuple[str, str], list[pa.ChunkedArray]] = defaultdict(list)
+        for predicate in pc.unique(changed["p"]).to_pylist():
+            key = self._symbol(predicate)
             if key is not None:
-                starts[(key, FORWARD)].add(s)
-                starts[(key, BACKWARD)].add(o)
+                edges = changed.filter(pc.equal(changed["p"], predicate))
+                starts[(key, FORWARD)].append(edges["s"])
+                starts[(key, BACKWARD)].append(edges["o"])
         roots: set[str] = set()
         new: set[str] = set()
-        for symbol, ends in starts.items():
+        for symbol, parts in starts.items():
             states = sorted({q for q, sym in self.moves if sym == symbol})
             if not states:
                 continue
+            ends = pc.unique(pa.chunked_array([c for part in parts for c in part.chunks], pa.string()))
             if 0 in states:
-                new |= ends
-            hit = find(self.path.reach, {"node": pa.array(sorted(ends), pa.string()),
-                                         "state": pa.array([str(q) for q in states], pa.string())}, ["root"])
+                new |= set(ends.to_pylist())
+            hit = find(self.path.reach, {"node": ends, "state": pa.array([str(q) for q in states], pa.string())},
+                       ["root"])
             roots |= set(hit["root"].to_pylist())
         return roots, new
 
@@ -391,17 +393,17 @@ def _graph_after(views: list[ViewIndex], deleted: pa.Table) -> pa.Table:
     return graph.filter(pc.invert(pc.is_in(triple_keys(graph), value_set=triple_keys(deleted))))
 
 
-def _expiry(after: pa.Table, inserted: list[Triple], deleted: list[Triple]) -> int | None:
+def _expiry(after: pa.Table, inserted: pa.Table, deleted: pa.Table) -> int | None:
     """τ when the step's deletions are a pure expiry: every edge of time τ or earlier went (as a
     window slide does), so exactly the nodes whose max-min time is at most τ lose every path and
     the rest keep their witnesses: a filter, with nothing to re-derive. None otherwise."""
-    if not deleted:
+    if not deleted.num_rows:
         return None
-    tau = max(time_of(t) for *_, t in deleted)
+    tau = int(times(deleted["t"]).max())
     if tau == FOREVER:
         return None
-    remaining = [time_of(t) for *_, t in inserted] + [time_of(t) for t in pc.unique(after["t"]).to_pylist()]
-    return tau if all(ts > tau for ts in remaining) else None
+    remaining = np.concatenate([times(inserted["t"]), times(pc.unique(after["t"]))])
+    return tau if bool((remaining > tau).all()) else None
 
 
 def path_changes(paths: Iterable[PathDef], read: Callable[[str], pa.Table],
