@@ -312,22 +312,25 @@ class PathOperator:
         in a state with that move, and the ends the start state moves from (roots, new ones
         perhaps). A tree gains or loses nodes only where a walk could take a changed edge; a tree
         holding only the other end (a popular node every tree ends at) stays as it is. The ends
-        are picked by predicate in Arrow: a Python loop over the batch's edges, for each path,
-        held the GIL the other walks wait on."""
-        starts: dict[tuple[str, str], list[pa.ChunkedArray]] = defaultdict(list)
-        for predicate in pc.unique(changed["p"]).to_pylist():
-            key = self._symbol(predicate)
-            if key is not None:
-                edges = changed.filter(pc.equal(changed["p"], predicate))
-                starts[(key, FORWARD)].append(edges["s"])
-                starts[(key, BACKWARD)].append(edges["o"])
+        are picked by symbol in Arrow (each distinct predicate mapped once, as :meth:`Edges.moves`
+        does): a Python loop over the batch's edges, for each path, held the GIL the other walks
+        wait on."""
         roots: set[str] = set()
         new: set[str] = set()
-        for symbol, parts in starts.items():
+        if not changed.num_rows:
+            return roots, new
+        encoded = pc.dictionary_encode(changed["p"]).combine_chunks()
+        keys = [self._symbol(p) for p in encoded.dictionary.to_pylist()]
+        which = encoded.indices.to_numpy(zero_copy_only=False)
+        starts: dict[tuple[str, str], pa.ChunkedArray] = {}
+        for key in {k for k in keys if k is not None}:
+            edges = changed.filter(pa.array(np.isin(which, [i for i, k in enumerate(keys) if k == key])))
+            starts[(key, FORWARD)], starts[(key, BACKWARD)] = edges["s"], edges["o"]
+        for symbol, column in starts.items():
             states = sorted({q for q, sym in self.moves if sym == symbol})
             if not states:
                 continue
-            ends = pc.unique(pa.chunked_array([c for part in parts for c in part.chunks], pa.string()))
+            ends = pc.unique(column)
             if 0 in states:
                 new |= set(ends.to_pylist())
             hit = find(self.path.reach, {"node": ends, "state": pa.array([str(q) for q in states], pa.string())},

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -93,7 +93,7 @@ def zset_engine(name: str, spark: SparkSource, read_arrow: Callable[[str], pa.Ta
     stays lazy) only the rows that leaves undecided (:mod:`.conditions`).
     ``bulk`` (a backfill) runs Spark's plans with the session's partitions, not a batch's few."""
     if name == "arrow":
-        return ArrowZSets(read_arrow, lambda rows, condition: where_arrow(spark, rows, condition), find)
+        return ArrowZSets(read_arrow, partial(where_arrow, spark), find)
     return SparkZSets(session(spark), read_spark, read_arrow, PLAN_CONF if bulk else BATCH_CONF)
 
 

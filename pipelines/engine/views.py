@@ -17,7 +17,7 @@ those few rows in Arrow.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import reduce
+from functools import partial, reduce
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -135,9 +135,7 @@ def probe_spark(z: SparkZSets, messages: pa.Table, views: list[ViewDef]) -> pa.T
     of a view but its matches leaves Spark and no key set is broadcast (a broadcast is a job of
     its own, one per view). A view as ``z`` reads it may hold signed rows unconsolidated (merge on
     read): a key is present when its rows sum to a positive multiplicity."""
-    def where(rows: pa.Table, condition: Condition) -> pa.Table:
-        return where_arrow(z.spark, rows, condition)
-    matches = ((view, matching_arrow(messages, view, where)) for view in views)
+    matches = ((view, matching_arrow(messages, view, partial(where_arrow, z.spark))) for view in views)
     parts = [_shaped_arrow(rows, view, rows["seq"], rows["op"]).cast(_PROBED)
              for view, rows in matches if rows.num_rows]
     hits = pa.concat_tables(parts) if parts else _PROBED.empty_table()
