@@ -30,3 +30,11 @@ def repeats(values: np.ndarray) -> bool:
     """Whether a value of ``values`` occurs more than once."""
     ordered = np.sort(np.asarray(values), axis=None)
     return bool(np.any(ordered[1:] == ordered[:-1]))
+
+
+def isin(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Which of ``values`` ``sorted_set`` (sorted, distinct) holds."""
+    if not len(sorted_set):
+        return np.zeros(len(values), bool)
+    at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[at] == values

@@ -22,10 +22,10 @@ import pyarrow.compute as pc
 
 from views.path_views import PathDef
 
-from ..sorted_sets import distinct, union
+from ..sorted_sets import distinct, isin, union
 from .lookup import Find
 from .path_edges import FOREVER, EdgeIndexes, Edges, Terms
-from .path_forest import Forest, isin, key_pairs, key_parts, latest, node_keys, pair_keys, pair_parts, reach_changes
+from .path_forest import Forest, key_pairs, key_parts, latest, node_keys, pair_keys, pair_parts, reach_changes
 from .path_reach import pairs_table, reached
 
 Moves = Mapping[tuple[int, tuple[str, str]], int]       # (state, symbol) -> next state

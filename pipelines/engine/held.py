@@ -37,6 +37,7 @@ from . import views_table
 from .arrow import consolidate, data_columns, holding
 from .merge_on_read import consolidated, folds, row_keys
 from .lookup import Find, Finder, Lookup, considered, counted, narrowest, take_holding
+from .path_graph import CodedAt, CodedGraph
 from .threads import Memo
 
 #: A held table's content becomes its new base once keeping its rows changed since the base apart
@@ -275,6 +276,8 @@ class HeldTables:
         # own figures): how the bench shows a batch's reads following its change
         self.served = 0
         self._counting = threading.Lock()
+        # the edge views coded for the path walks (:mod:`.path_graph`), moved with the views' commits
+        self.graph = CodedGraph(lambda view, version: self._at(view, {VIEWS: version}).content())
 
     def track(self, views: Iterable[ViewDef]) -> None:
         """The views of the run's queries: the parts of the views table held as tables of their own."""
@@ -323,6 +326,10 @@ class HeldTables:
         """Rows of the tables at ``versions`` (a batch's) by their columns' values (:class:`.lookup.Find`)."""
         return Finder(lambda name, keys, columns: self._served(self._at(name, versions).find(keys, columns)),
                       lambda name, column, values: self._at(name, versions).count(column, values))
+
+    def coded(self, versions: Mapping[str, int]) -> CodedAt:
+        """The views tracked, coded for the path walks at the views table's version in ``versions``."""
+        return self.graph.at(versions.get(VIEWS), self._views)
 
     def changed_rows(self) -> int:
         """Rows the held tables keep beside their indexed bases (gone from them or added since)."""
@@ -380,3 +387,7 @@ class HeldTables:
         elif self.store.append(VIEWS, pa.concat_tables([views_table.stored(n, d) for n, d in deltas.items()]), txn):
             after.version = self.store.version(VIEWS)
             self._held_views = after
+        if self._held_views is after:
+            self.graph.committed(held.version, after.version, deltas)
+        else:
+            self.graph.forget()

@@ -18,7 +18,7 @@ per move cost about a microsecond each (most of the path operator's time at 1M e
 from __future__ import annotations
 
 import functools
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -28,10 +28,13 @@ from schemas.tables import MULT
 from views.automata import BACKWARD, FORWARD, Symbol
 from views.path_views import ALL
 
-from ..sorted_sets import distinct
+from ..sorted_sets import distinct, isin
 from ..string_index import HashTable, same_values, string_hashes
 from .lookup import Find, counted
 from .threads import Memo
+
+if TYPE_CHECKING:
+    from .path_graph import CodedView
 
 #: A path's edges as Arrow triples with their event time (a windowed query's ``t`` term, or '').
 TRIPLE_SCHEMA = pa.schema([(c, pa.string()) for c in ("s", "p", "o", "t")])
@@ -49,11 +52,22 @@ def triples(predicate: str, rows: pa.Table, stamped: bool) -> pa.Table:
     return pa.Table.from_arrays([*spo, time], schema=TRIPLE_SCHEMA)
 
 
-class ViewIndex:
-    """One edge view's rows as the step started, as triples, found by subject or object."""
+class CodedViews(Protocol):
+    """The edge views a run keeps coded (:mod:`.path_graph`), at the version a batch reads: the
+    run's numbering of their terms, and a view's coded edges (None when it is not kept so)."""
 
-    def __init__(self, predicate: str, view: str, read: Callable[[str], pa.Table], find: Find, stamped: bool) -> None:
-        self.predicate, self.view, self.stamped = predicate, view, stamped
+    numbering: "Terms"
+
+    def view(self, view: str, predicate: str) -> "CodedView | None": ...
+
+
+class ViewIndex:
+    """One edge view's rows as the step started, as triples, found by subject or object; and as
+    the run's coded edges, when it keeps the view so (``coded``)."""
+
+    def __init__(self, predicate: str, view: str, read: Callable[[str], pa.Table], find: Find, stamped: bool,
+                 coded: "CodedView | None" = None) -> None:
+        self.predicate, self.view, self.stamped, self.coded = predicate, view, stamped, coded
         self._read, self._find = read, find
         self._s, self._o = ("v0", "v2") if predicate == ALL else ("v0", "v1")
 
@@ -96,8 +110,8 @@ class EdgeIndexes:
     touches (:meth:`members`); ``find`` gives a view's rows by a column's values (a run's index of
     the views it holds, :mod:`pipelines.engine.held`)."""
 
-    def __init__(self, read: Callable[[str], pa.Table], find: Find) -> None:
-        self.read, self.find = read, find
+    def __init__(self, read: Callable[[str], pa.Table], find: Find, coded: CodedViews | None = None) -> None:
+        self.read, self.find, self.coded = read, find, coded
         self._built: Memo[tuple[str, str, bool], ViewIndex] = Memo()
         self._members: Memo[tuple, dict[str, tuple[bool, bool]]] = Memo()     # (the walks run on threads)
 
@@ -110,8 +124,16 @@ class EdgeIndexes:
                                  lambda: members(self.find, view, change, columns, candidates))
 
     def get(self, predicate: str, view: str, stamped: bool) -> ViewIndex:
-        return self._built.get((predicate, view, stamped),
-                               lambda: ViewIndex(predicate, view, self.read, self.find, stamped))
+        def built() -> ViewIndex:
+            coded = None if stamped or self.coded is None else self.coded.view(view, predicate)
+            return ViewIndex(predicate, view, self.read, self.find, stamped, coded)
+        return self._built.get((predicate, view, stamped), built)
+
+    def terms(self, views: list[ViewIndex]) -> "Terms":
+        """A step's numbering of its vertices: beside the run's, when the run keeps every one of
+        the step's edge ``views`` coded."""
+        coded = bool(views) and all(v.coded is not None for v in views)
+        return Terms(self.coded.numbering if coded and self.coded is not None else None)
 
 
 def triple_keys(rows: pa.Table) -> pa.ChunkedArray:
@@ -135,16 +157,30 @@ class Terms:
     are arrays of these numbers, and strings come back only for the rows it writes. The numbered
     strings are found by hash (:class:`~pipelines.string_index.HashTable`, in numpy), not in a
     ``dict``: a Python lookup per value held the GIL, which the batch's other walks and writes
-    wait on (a sixth of a 10,000-edge batch's path steps at 1M edges)."""
+    wait on (a sixth of a 10,000-edge batch's path steps at 1M edges).
 
-    def __init__(self) -> None:
+    A step of a run that holds its edge views coded (:mod:`.path_graph`) numbers its vertices
+    beside the run's own numbering, ``graph``: each number keeps the run's number of its string
+    (:meth:`graph_codes`), and the run's numbers of the edges it loads are numbered here without
+    their strings being hashed or compared (:meth:`adopt`)."""
+
+    def __init__(self, graph: "Terms | None" = None) -> None:
         self._strings: pa.Array = pa.array([], pa.string())     # by number, up to those in _new
         self._new: list[pa.Array] = []                          # the strings numbered since, in order
         self._count = 0
+        self._hashes = np.zeros(0, np.uint64)                   # by number
         self._table = HashTable(np.zeros(0, np.uint64), np.zeros(0, np.int64))    # number by hash
+        self._graph = graph
+        self._in_graph = np.zeros(0, np.int64)      # by number, the graph's number of its string (-1: none)
+        self._of_graph = np.zeros(0, np.int64)      # by the graph's number, this one's (-1: not numbered)
 
     def __len__(self) -> int:
         return self._count
+
+    @property
+    def graph(self) -> "Terms | None":
+        """The run's numbering this one maps to (:meth:`adopt`), if any."""
+        return self._graph
 
     def encode(self, values: pa.Array | pa.ChunkedArray | list[str]) -> np.ndarray:
         """The numbers of ``values``, new ones numbered from the next free one (in the order of
@@ -160,19 +196,60 @@ class Terms:
     def _numbers(self, values: pa.Array) -> np.ndarray:
         """The numbers of ``values`` (distinct), those not numbered yet numbered in their order."""
         hashes = string_hashes(values)
+        numbers = self.find(values, hashes)
+        fresh = np.flatnonzero(numbers < 0)
+        if len(fresh):
+            in_graph = None if self._graph is None else self._graph.find(values.take(pa.array(fresh)), hashes[fresh])
+            numbers[fresh] = self._number(values.take(pa.array(fresh)), hashes[fresh], in_graph)
+        return numbers
+
+    def find(self, values: pa.Array, hashes: np.ndarray) -> np.ndarray:
+        """The numbers of ``values`` (distinct, their ``hashes`` given), -1 for those not numbered;
+        nothing is numbered (a run's numbering is read by a step's threads at once)."""
         numbers = np.full(len(values), -1, np.int64)
         if self._count:
             rows, owners, _ = self._table.find(hashes)
             same = self._holds(rows, values.take(pa.array(owners)))
             numbers[owners[same]] = rows[same]
-        fresh = np.flatnonzero(numbers < 0)
-        if len(fresh):
-            numbers[fresh] = self._count + np.arange(len(fresh))
-            self._table = self._table.rebuilt(None, len(fresh))
-            self._table.insert(hashes[fresh], numbers[fresh])
-            self._new.append(values.take(pa.array(fresh)))
-            self._count += len(fresh)
         return numbers
+
+    def _number(self, values: pa.Array, hashes: np.ndarray, in_graph: np.ndarray | None) -> np.ndarray:
+        """Number ``values`` (distinct, none numbered yet) in their order; ``in_graph`` their
+        numbers in the graph's numbering, when there is one."""
+        numbers = self._count + np.arange(len(values))
+        self._table = self._table.rebuilt(None, len(values))
+        self._table.insert(hashes, numbers)
+        self._new.append(values)
+        end = self._count + len(values)
+        self._hashes = _grown(self._hashes, end, 0)
+        self._hashes[self._count:end] = hashes
+        if in_graph is not None:
+            self._in_graph = _grown(self._in_graph, end, -1)
+            self._in_graph[self._count:end] = in_graph
+            known = in_graph >= 0
+            self._of_graph = _grown(self._of_graph, len(self._graph), -1)
+            self._of_graph[in_graph[known]] = numbers[known]
+        self._count += len(values)
+        return numbers
+
+    def adopt(self, codes: np.ndarray) -> np.ndarray:
+        """The numbers here of the graph's numbers ``codes``, those not numbered yet numbered in
+        the order they first occur: their strings are the graph's, never hashed or compared again
+        (a string numbered here is one the graph numbered, or not in it at all)."""
+        graph = self._graph
+        self._of_graph = _grown(self._of_graph, len(graph), -1)
+        numbers = self._of_graph[codes]
+        missing = numbers < 0
+        if missing.any():
+            new, first = np.unique(codes[missing], return_index=True)
+            new = new[np.argsort(first, kind="stable")]
+            self._number(graph.decode(new), graph._hashes[new], new)
+            numbers = self._of_graph[codes]
+        return numbers
+
+    def graph_codes(self, numbers: np.ndarray) -> np.ndarray:
+        """The graph's number of the string of each of ``numbers`` (-1: not in the graph)."""
+        return self._in_graph[numbers]
 
     def _holds(self, numbers: np.ndarray, wanted: pa.Array) -> np.ndarray:
         """Whether the string numbered each of ``numbers`` is the one beside it in ``wanted``,
@@ -190,13 +267,18 @@ class Terms:
             same[at] = same_values(chunks[c].take(pa.array(numbers[at] - starts[c])), wanted.take(pa.array(at)))
         return same
 
+    def settle(self) -> None:
+        """Join the strings numbered so far into one array, so that :meth:`decode` only reads
+        (a run's numbering is decoded by a step's threads at once)."""
+        if self._new:
+            self._strings = pa.concat_arrays([self._strings, *self._new])
+            self._new = []
+
     def decode(self, codes: np.ndarray) -> pa.Array:
         """The strings numbered ``codes``."""
         if not len(codes):
             return pa.array([], pa.string())
-        if self._new:
-            self._strings = pa.concat_arrays([self._strings, *self._new])
-            self._new = []
+        self.settle()
         return self._strings.take(pa.array(codes, pa.int64()))
 
     def decode_list(self, codes: Iterable[int]) -> list[str]:
@@ -284,6 +366,10 @@ class Edges:
         self.directions = {d for _, d in self.symbols}
         self.inserted, self.deleted = inserted, deleted
         self._deleted_keys = triple_keys(deleted) if deleted.num_rows else None
+        # the run's coded edges, when it keeps every one of these views so (and the step's
+        # numbering is beside the run's): loads are then integer gathers (:meth:`_coded_moves`)
+        self.coded = terms.graph is not None and all(v.coded is not None for v in views)
+        self._gone: dict[str, np.ndarray] | None = None
         self.out = Adjacency()
         self.inserted_moves = self.moves(inserted)     # (source, symbol, target, time), as :meth:`moves`
         self._first = self.inserted_moves
@@ -345,10 +431,74 @@ class Edges:
             return vertices
         new = distinct(vertices)
         new = new[~self.out.loaded(new)]
-        if len(new):
+        if len(new) and self.coded:
+            inserted = self.inserted_moves
+            mine = isin(inserted[0], new)
+            moves = [self._coded_moves(new, leaving=True), tuple(column[mine] for column in inserted)]
+            self.out.add(new, *(np.concatenate(c) for c in zip(*moves)))
+        elif len(new):
             rows = self._around(new, FORWARD in self.directions, BACKWARD in self.directions)
             self.out.add(new, *self.moves(rows, out_of=_mask(new, len(self.terms))))
         return new
+
+    def _coded_moves(self, vertices: np.ndarray, leaving: bool) -> tuple[np.ndarray, ...]:
+        """The moves, in the automaton's directions, of the graph before the step less its deleted
+        edges, that leave ``vertices`` (or enter them), from the run's coded views: each view's
+        edges of those vertices gathered by subject or object, their other ends numbered for the
+        step from the run's numbers (:meth:`Terms.adopt`). As :meth:`moves` gives them."""
+        codes = self.terms.graph_codes(vertices)
+        known = codes >= 0                      # (a vertex the run never numbered has no edge)
+        vertices, codes = vertices[known], codes[known]
+        parts = []
+        for direction in (FORWARD, BACKWARD):
+            if direction not in self.directions:
+                continue
+            by_subject = (direction == FORWARD) == leaving
+            for view in self.views:
+                coded = view.coded
+                which, edges = coded.around(codes, by_subject)
+                here, other = vertices[which], self.terms.adopt((coded.o if by_subject else coded.s)[edges])
+                s, o = (here, other) if by_subject else (other, here)
+                sym = self._coded_symbols(view, direction, edges)
+                keep = (sym >= 0) & ~self._deleted(view, s, o, edges)
+                src, dst = (s, o) if direction == FORWARD else (o, s)
+                parts.append((src[keep], sym[keep], dst[keep], np.full(int(keep.sum()), FOREVER, np.int64)))
+        if not parts:
+            return (np.zeros(0, np.int64),) * 4
+        return tuple(np.concatenate(c) for c in zip(*parts))
+
+    def _coded_symbols(self, view: ViewIndex, direction: str, edges: np.ndarray) -> np.ndarray:
+        """The automaton symbol of each of a coded view's ``edges`` in ``direction`` (-1: none)."""
+        def index(predicate: str) -> int:
+            key = self.symbol(predicate)
+            return -1 if key is None else self._index.get((key, direction), -1)
+        if view.coded.p is None:
+            return np.full(len(edges), index(view.predicate), np.int64)
+        predicates = view.coded.p[edges]
+        kinds = distinct(predicates)
+        named = np.array([index(p) for p in self.terms.graph.decode(kinds).to_pylist()], np.int64)
+        return named[np.searchsorted(kinds, predicates)] if len(kinds) else np.zeros(0, np.int64)
+
+    def _deleted(self, view: ViewIndex, s: np.ndarray, o: np.ndarray, edges: np.ndarray) -> np.ndarray:
+        """Which of a coded view's ``edges`` (s, o: step numbers) the step deletes."""
+        if self._deleted_keys is None:
+            return np.zeros(len(s), bool)
+        if self._gone is None:              # the deleted edges' (s, o) keys by predicate
+            d = self.deleted
+            keys = _end_keys(self.terms.encode(d["s"]), self.terms.encode(d["o"]))
+            predicates = d["p"].to_numpy(zero_copy_only=False)
+            self._gone = {p: distinct(keys[predicates == p]) for p in set(predicates.tolist())}
+        keys = _end_keys(s, o)
+        if view.coded.p is None:
+            gone = self._gone.get(view.predicate)
+            return np.zeros(len(s), bool) if gone is None else isin(keys, gone)
+        out = np.zeros(len(s), bool)
+        predicates = view.coded.p[edges]
+        kinds = distinct(predicates)
+        for code, name in zip(kinds.tolist(), self.terms.graph.decode(kinds).to_pylist()):
+            if name in self._gone:
+                out |= (predicates == code) & isin(keys, self._gone[name])
+        return out
 
     def load_reachable(self, vertices: np.ndarray) -> None:
         """Load ``vertices`` and everything their moves reach, a breadth-first round at a time
@@ -372,11 +522,19 @@ class Edges:
         vertices = distinct(vertices)
         if not len(vertices):
             return vertices, vertices
-        rows = self._around(vertices, True, True, inserted=False)
-        moves = self.moves(rows, into=_mask(vertices, len(self.terms)))
+        if self.coded:
+            moves = self._coded_moves(vertices, leaving=False)
+        else:
+            rows = self._around(vertices, True, True, inserted=False)
+            moves = self.moves(rows, into=_mask(vertices, len(self.terms)))
         self._first = tuple(np.concatenate(pair) for pair in zip(self._first, moves))
         self.first = self._adjacency(self._first)
         return moves[2], moves[0]
+
+
+def _end_keys(s: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """One integer per (subject, object) pair of step numbers (below 2**27: ``check_bounds``)."""
+    return (s << 32) | o
 
 
 def _mask(vertices: np.ndarray, size: int) -> np.ndarray:

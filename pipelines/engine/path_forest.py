@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..sorted_sets import distinct
+from ..sorted_sets import distinct, isin
 from .path_edges import FOREVER, Adjacency, Edges, Terms
 from .path_reach import reach_columns
 
@@ -72,14 +72,6 @@ def check_bounds(terms: Terms, states: int) -> None:
     if len(terms) >= 1 << VERTEX_BITS or states >= 1 << STATE_BITS:
         raise ValueError(f"a path step over {len(terms)} vertices and {states} automaton states "
                          f"exceeds the node keys' {VERTEX_BITS} and {STATE_BITS} bits")
-
-
-def isin(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """Which of ``values`` ``sorted_set`` (sorted, distinct) holds."""
-    if not len(sorted_set):
-        return np.zeros(len(values), bool)
-    at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
-    return sorted_set[at] == values
 
 
 class Forest:

@@ -71,12 +71,13 @@ from schemas.tables import MULT
 from views.automata import BACKWARD, FORWARD, OTHER
 from views.path_views import PathDef
 
-from ..sorted_sets import distinct, union
+from ..sorted_sets import distinct, isin, union
 from .arrow import consolidate
 from .flat_paths import flat_changes, is_flat
 from .lookup import Find, finder
-from .path_edges import FOREVER, TRIPLE_SCHEMA, Adjacency, EdgeIndexes, Edges, Terms, ViewIndex, times, triple_keys, triples
-from .path_forest import (Forest, Frontier, check_bounds, cut, isin, key_parts, key_roots, pair_keys, pair_parts, reach_changes,
+from .path_edges import (FOREVER, TRIPLE_SCHEMA, Adjacency, CodedViews, EdgeIndexes, Edges, Terms, ViewIndex, times,
+                         triple_keys, triples)
+from .path_forest import (Forest, Frontier, check_bounds, cut, key_parts, key_roots, pair_keys, pair_parts, reach_changes,
                           walk)
 from .path_reach import REACH_SCHEMA, pairs_table, reached
 from .threads import each
@@ -144,7 +145,7 @@ class PathOperator:
         find = find or finder(read)
         indexes = indexes or EdgeIndexes(read, find)
         views = [indexes.get(p, v, path.stamped) for p, v in path.edges]
-        terms = Terms()
+        terms = indexes.terms(views)
         edges = Edges(views, inserted, deleted, self._symbol, self.symbols, terms)
         sharing = list(sharing)
         if self.flat and not initial and not sharing:       # every match one edge: no tree read, no walk
@@ -410,18 +411,24 @@ def _expiry(after: pa.Table, inserted: pa.Table, deleted: pa.Table) -> int | Non
 
 
 def path_changes(paths: Iterable[PathDef], read: Callable[[str], pa.Table],
-                 deltas: Mapping[str, pa.Table], find: Find | None = None) -> dict[str, pa.Table]:
+                 deltas: Mapping[str, pa.Table], find: Find | None = None,
+                 coded: CodedViews | None = None) -> dict[str, pa.Table]:
     """Every path view's and reach table's change for the views' ``deltas`` (non-empty ones
-    only); ``find`` looks up the path tables' rows (see :meth:`PathOperator.step`). Each walk
-    writes tables of its own and shares the edge views' indexes, so the walks run on threads
+    only); ``find`` looks up the path tables' rows (see :meth:`PathOperator.step`), ``coded``
+    gives the edge views the run keeps coded (:mod:`.path_graph`). Each walk writes tables of
+    its own and shares the edge views' indexes, so the walks run on threads
     (:func:`.threads.each`: most of a walk is Arrow and numpy, which release the GIL)."""
     out: dict[str, pa.Table] = {}
     find = find or finder(read)
-    indexes = EdgeIndexes(read, find)
+    indexes = EdgeIndexes(read, find, coded)
 
     def walked(group: tuple[PathDef, list[PathDef]]) -> dict[str, pa.Table]:
         path, sharing = group
         return PathOperator(path).step(read, deltas, indexes=indexes, find=find, sharing=sharing)
+    paths = list(paths)
+    for path in paths:          # the run's coded views are built here, before the walks read them
+        for predicate, view in path.edges:
+            indexes.get(predicate, view, path.stamped)
     for changes in each(walked, walks(paths)):
         out.update({t: rows for t, rows in changes.items() if rows.num_rows})
     return out

@@ -327,7 +327,7 @@ class Runner:
         held = held_tables(whole)
         self.held.track(catalog.graph_views(whole))
         z, find = self._engine(engine, versions, held)
-        step = compute(z, rows.select(["seq", "op", "s", "p", "o"]), whole, find)
+        step = compute(z, rows.select(["seq", "op", "s", "p", "o"]), whole, find, self.held.coded(versions))
         changed = step.changed()
         writes = self.held.writes({t: changed.pop(t)[0] for t in held & set(changed)}, versions, txn)
         writes += self.bags.writes({t: rows for t, (rows, _) in changed.items()}, versions, txn)

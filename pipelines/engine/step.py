@@ -26,6 +26,7 @@ from ..lake import BatchRecord, changes_table, gold_table
 from ..storage import TableStore, Txn
 from .bgp import QueryMaintainer
 from .lookup import Find
+from .path_edges import CodedViews
 from .paths import path_changes
 from .threads import each
 from .views import compute_view_changes, probe_arrow, probe_spark
@@ -110,10 +111,12 @@ class Step:
         return out
 
 
-def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Find | None = None) -> Step:
+def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Find | None = None,
+            coded: CodedViews | None = None) -> Step:
     """Apply ``messages`` (``seq``, ``op``, ``s``, ``p``, ``o``) to the views of ``plans`` and run
     their delta rules on engine ``z``; nothing is written. ``find`` looks up the path views' and
-    reach tables' rows for the path operator (by default from the tables ``z`` reads whole). On
+    reach tables' rows for the path operator (by default from the tables ``z`` reads whole), and
+    ``coded`` gives the edge views a run keeps coded for its walks (:mod:`.path_graph`). On
     Arrow the queries' delta rules run on threads (:func:`.threads.each`, the most patterns
     first): they only read what they share, and their joins release the GIL. Spark's are lazy
     plans, collected together below."""
@@ -127,7 +130,7 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Fin
         probed = probe_spark(z, messages, views)
     changes = compute_view_changes(probed, views)
     path_views = catalog.distinct_paths(plans)
-    paths = path_changes(path_views, cache(z.arrow), changes.deltas, find)
+    paths = path_changes(path_views, cache(z.arrow), changes.deltas, find, coded)
     joined = {**changes.deltas, **{p.id: paths[p.id] for p in path_views if p.id in paths}}
     delta_frames = {v: z.from_arrow(t) for v, t in joined.items() if t.num_rows}
     maintainers = [QueryMaintainer(plan, z) for plan in plans]
