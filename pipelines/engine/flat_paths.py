@@ -24,7 +24,7 @@ from views.path_views import PathDef
 
 from ..sorted_sets import distinct, isin, union
 from .lookup import Find
-from .path_edges import FOREVER, EdgeIndexes, Edges, Terms
+from .path_edges import FOREVER, NO_MEMBERS, EdgeIndexes, Edges, Terms
 from .path_forest import Forest, key_pairs, key_parts, latest, node_keys, pair_keys, pair_parts, reach_changes
 from .path_reach import pairs_table, reached
 
@@ -51,10 +51,9 @@ def flat_changes(path: PathDef, start: np.ndarray, edges: Edges, deltas: Mapping
     pairs = [key_pairs(np.concatenate([fresh, lost]))]
     # a zero-length pair comes and goes with its node's membership of the graph
     members = indexes.members(path.nodes, deltas.get(path.nodes), ("v0", "v2"), set()) \
-        if path.nullable and path.root is None and path.nodes else {}
-    flipped = [node for node, (was, now) in members.items() if was != now]
-    if flipped:
-        codes = terms.encode(flipped)
+        if path.nullable and path.root is None and path.nodes else NO_MEMBERS
+    if len(members.flipped):
+        codes = terms.encode(members.flipped)
         pairs.append(pair_keys(codes, codes))
     pairs = distinct(np.concatenate(pairs))
     if not len(pairs):
@@ -73,8 +72,7 @@ def flat_changes(path: PathDef, start: np.ndarray, edges: Edges, deltas: Mapping
     finals = sorted(path.automaton.finals)
     zero = (roots == vertices) & path.nullable
     held = []
-    for side in (0, 1):
-        member = np.array([members.get(node, (True, True))[side] for node in terms.decode(roots[zero]).to_pylist()], bool)
+    for member in members.of(terms.decode(roots[zero])):
         on = np.zeros(len(pairs), bool)
         on[zero] = True if path.root is not None else member
         held.append(on)

@@ -191,8 +191,22 @@ class CodedAt:
     def __init__(self, graph: CodedGraph, version: int | None, kept: Container[str]) -> None:
         self.numbering = graph.numbering
         self._graph, self._version, self._kept = graph, version, kept
+        self._changes: dict[str, dict[str, np.ndarray]] = {}
 
     def view(self, view: str, predicate: str) -> CodedView | None:
         if self._version is None or view not in self._kept:
             return None
         return self._graph.view(view, predicate, self._version)
+
+    def number(self, view: str, predicate: str, change: pa.Table) -> None:
+        """Number the terms of the batch's ``change`` of a coded view, once for every walk that
+        starts from its edges (before the walks: numbering is not for threads)."""
+        coded = self.view(view, predicate)
+        if coded is not None and change.num_rows and view not in self._changes:
+            self._changes[view] = {c: self.numbering.encode(change[c]) for c in view_columns(predicate) if c}
+            self.numbering.settle()
+
+    def change(self, view: str) -> dict[str, np.ndarray] | None:
+        """The run's numbers of the terms of the batch's change of ``view``, by column, row by
+        row (:meth:`number`)."""
+        return self._changes.get(view)

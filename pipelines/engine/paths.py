@@ -75,8 +75,9 @@ from ..sorted_sets import distinct, isin, union
 from .arrow import consolidate
 from .flat_paths import flat_changes, is_flat
 from .lookup import Find, finder
-from .path_edges import (FOREVER, TRIPLE_SCHEMA, Adjacency, CodedViews, EdgeIndexes, Edges, Terms, ViewIndex, times,
-                         triple_keys, triples)
+from .path_edges import (FOREVER, NO_MEMBERS, TRIPLE_SCHEMA, Adjacency, CodedViews, EdgeIndexes, Edges, Membership,
+                         Terms, ViewIndex, times, triple_keys, triples)
+from .path_graph import view_columns
 from .path_forest import (Forest, Frontier, check_bounds, cut, key_parts, key_roots, pair_keys, pair_parts, reach_changes,
                           walk)
 from .path_reach import REACH_SCHEMA, pairs_table, reached
@@ -146,7 +147,8 @@ class PathOperator:
         indexes = indexes or EdgeIndexes(read, find)
         views = [indexes.get(p, v, path.stamped) for p, v in path.edges]
         terms = indexes.terms(views)
-        edges = Edges(views, inserted, deleted, self._symbol, self.symbols, terms)
+        edges = Edges(views, inserted, deleted, self._symbol, self.symbols, terms,
+                      self._inserted_ends(deltas, indexes, terms) if terms.graph is not None else None)
         sharing = list(sharing)
         if self.flat and not initial and not sharing:       # every match one edge: no tree read, no walk
             return flat_changes(path, self.trans[0], edges, deltas, find, indexes)
@@ -190,6 +192,22 @@ class PathOperator:
             out[view.id] = self._pair_changes(view, terms, before, forest, changed, active, root_codes,
                                               (was, now), initial)
         return {**out, path.reach: reach_changes(terms, before, forest, changed)}
+
+    def _inserted_ends(self, deltas: Mapping[str, pa.Table], indexes: EdgeIndexes,
+                       terms: Terms) -> tuple[np.ndarray, np.ndarray]:
+        """The step's numbers of the subjects and objects of its inserted edges, in the order
+        :meth:`step` puts them, from the run's numbers of its coded views' changes
+        (:meth:`.path_graph.CodedAt.number`): each walk would hash the same strings again."""
+        subjects, objects = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
+        for predicate, view in self.path.edges:
+            change = deltas.get(view)
+            if change is not None and change.num_rows:
+                numbered = indexes.coded.change(view)
+                positive = pc.greater(change[MULT], 0).to_numpy(zero_copy_only=False)
+                s, o, _ = view_columns(predicate)
+                subjects.append(numbered[s][positive])
+                objects.append(numbered[o][positive])
+        return terms.adopt(np.concatenate(subjects)), terms.adopt(np.concatenate(objects))
 
     # -- the frontier, the cut's suspects -------------------------------------------------------
     def _frontier(self, forest: Forest, roots: np.ndarray, edges: Edges, gone_roots: np.ndarray,
@@ -287,7 +305,7 @@ class PathOperator:
 
     # -- roots and their trees -------------------------------------------------------------------
     def _roots(self, deltas: Mapping[str, pa.Table], find: Find, indexes: EdgeIndexes, inserted: pa.Table,
-               deleted: pa.Table) -> tuple[set[str], set[str], dict[str, tuple[bool, bool]]]:
+               deleted: pa.Table) -> tuple[set[str], set[str], Membership]:
         """The roots whose trees or pairs the step can change; those of them whose trees it reads
         whole, whatever their walk does (a deleted edge may cut the tree, or the root's own
         membership changes); and the membership (before, after) of those whose own membership may
@@ -295,18 +313,19 @@ class PathOperator:
         of ``nodes(G)`` for a zero-length match from every node."""
         path = self.path
         if path.root is not None:
-            return {path.root}, {path.root}, {}
+            return {path.root}, {path.root}, NO_MEMBERS
         held, starting = self._holding(find, inserted)
         cut, cut_starting = self._holding(find, deleted)
         roots, new = held | cut, starting | cut_starting
         if path.seed is not None:
             view, column = path.seed
             members = indexes.members(view, deltas.get(view), (column,), new)
-            roots |= {x for x, (was, now) in members.items() if was or now}
+            roots |= members.present
         else:
-            members = indexes.members(path.nodes, deltas.get(path.nodes), ("v0", "v2"), set()) if path.nodes else {}
-            roots |= new | {x for x, (was, now) in members.items() if was != now}
-        return roots, cut | cut_starting | {x for x, (was, now) in members.items() if was != now}, members
+            members = indexes.members(path.nodes, deltas.get(path.nodes), ("v0", "v2"), set()) if path.nodes \
+                else NO_MEMBERS
+            roots |= new | members.changed
+        return roots, cut | cut_starting | members.changed, members
 
     def _holding(self, find: Find, changed: pa.Table) -> tuple[set[str], set[str]]:
         """The roots whose tree holds an end a ``changed`` edge (s, p, o, t) can be followed from,
@@ -382,11 +401,10 @@ class PathOperator:
         return pairs_table(view, terms.decode(root[moved]), terms.decode(vertex[moved]), sign[moved])
 
 
-def _membership(terms: Terms, roots: np.ndarray, members: Mapping[str, tuple[bool, bool]]) -> tuple[np.ndarray, ...]:
+def _membership(terms: Terms, roots: np.ndarray, members: Membership) -> tuple[np.ndarray, np.ndarray]:
     """Whether each of ``roots`` is a member (of its seed view, or of the graph) before and after
     the step; a root whose triples did not change is in both (it has a tree)."""
-    both = [members.get(root, (True, True)) for root in terms.decode(roots).to_pylist()]
-    return tuple(np.array([m[i] for m in both], bool).reshape(-1) for i in (0, 1))
+    return members.of(terms.decode(roots))
 
 
 def _graph_after(views: list[ViewIndex], deleted: pa.Table) -> pa.Table:
@@ -428,7 +446,8 @@ def path_changes(paths: Iterable[PathDef], read: Callable[[str], pa.Table],
     paths = list(paths)
     for path in paths:          # the run's coded views are built here, before the walks read them
         for predicate, view in path.edges:
-            indexes.get(predicate, view, path.stamped)
+            if indexes.get(predicate, view, path.stamped).coded is not None and view in deltas:
+                coded.number(view, predicate, deltas[view])
     for changes in each(walked, walks(paths)):
         out.update({t: rows for t, rows in changes.items() if rows.num_rows})
     return out
