@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pytest
 
 from pipelines.engine.lookup import finder
-from pipelines.engine.path_edges import EdgeIndexes, Edges, Terms, triples
+from pipelines.engine.path_edges import EdgeIndexes, Edges, Terms, coded_members, members, triples
 from pipelines.engine.path_graph import CodedGraph, CodedView
 from schemas.tables import MULT
 from views.automata import BACKWARD, FORWARD
@@ -119,3 +119,23 @@ def test_a_steps_loads_from_coded_views_give_the_moves_of_its_rows(every):
             into = sorted(zip(terms.decode(entered).to_pylist(), terms.decode(source_of).to_pylist()))
             moves[name] = (out, into)
         assert moves["coded"] == moves["strings"], trial
+
+
+def test_the_membership_of_nodes_from_the_coded_view_of_every_triple_is_the_rows_one():
+    """Whether each node a change of the view of every triple touches was and is in the graph
+    (a zero-length match pairs every node with itself): counted from the run's coded view, and
+    from the view's rows through its string index, alike."""
+    rng = random.Random(5)
+    for trial in range(30):
+        edges = {_random_edge(rng, True) for _ in range(rng.randrange(1, 40))}
+        removed = set(rng.sample(sorted(edges), rng.randrange(min(len(edges), 8) + 1)))
+        added = {_random_edge(rng, True) for _ in range(rng.randrange(6))} - edges
+        view, change = _view(edges, True), _change(added, removed, True)
+        if not change.num_rows:
+            continue
+        coded = CodedGraph(lambda name, version: view).at(0, {"all"})
+        coded.number("all", ALL, change)
+        got = coded_members(coded.view("all", ALL), change, coded.change("all"))
+        want = members(finder(lambda name: view), "all", change, ("v0", "v2"), set())
+        assert sorted(zip(got.touched.to_pylist(), got.was, got.now)) == \
+            sorted(zip(want.touched.to_pylist(), want.was, want.now)), trial

@@ -98,12 +98,18 @@ def _nodes(moves: tuple[np.ndarray, ...], start: np.ndarray, root: int | None) -
 def _stored(find: Find, reach: str, terms: Terms, pairs: np.ndarray) -> Forest:
     """The reach rows of ``pairs`` (root, vertex) as the step started. Found by root, and only
     those at the pairs' vertices taken (a popular root's tree holds every other vertex it reaches
-    too), then picked in Arrow, so that only the rows kept are numbered."""
-    roots, vertices = (terms.decode(part) for part in pair_parts(pairs))
-    rows = reached(find, reach, set(pc.unique(roots).to_pylist()), set(pc.unique(vertices).to_pylist()),
-                   by_node=False)
-    wanted = pc.binary_join_element_wise(roots, vertices, "\n")
-    rows = rows.filter(pc.is_in(pc.binary_join_element_wise(rows["root"], rows["node"], "\n"), value_set=wanted))
+    too), then picked by the positions of their root and vertex among the pairs' distinct ones
+    (two lookups of strings, where joining each row's two strings to look the pair up cost twice
+    that), so that only the rows kept are numbered."""
+    roots, vertices = pair_parts(pairs)
+    some_roots, some_vertices = distinct(roots), distinct(vertices)
+    names = terms.decode(some_roots), terms.decode(some_vertices)
+    rows = reached(find, reach, *names, by_node=False)
+    span = len(some_vertices)
+    wanted = distinct(np.searchsorted(some_roots, roots) * span + np.searchsorted(some_vertices, vertices))
+    root_at, vertex_at = (pc.index_in(rows[c], value_set=values).to_numpy(zero_copy_only=False)
+                          for c, values in zip(("root", "node"), names))
+    rows = rows.filter(pa.array(isin(root_at * span + vertex_at, wanted)))
     return Forest.of(rows, terms)
 
 

@@ -155,6 +155,19 @@ def members(find: Find, view: str, change: pa.Table | None, columns: tuple[str, 
     return Membership(touched, before > 0, before + moved > 0)
 
 
+def coded_members(coded: "CodedView", change: pa.Table, numbered: dict[str, np.ndarray]) -> Membership:
+    """:func:`members` of the nodes a change of the view of every triple touches, from the run's
+    coded view (``numbered``: the run's numbers of the change's terms): the nodes' edges counted
+    by an integer gather, no string looked up."""
+    ends = [numbered["v0"], numbered["v2"]]
+    touched = distinct(np.concatenate(ends))
+    before = coded.degrees(touched)
+    mults = change[MULT].to_numpy(zero_copy_only=False)
+    moved = sum((np.bincount(np.searchsorted(touched, end), weights=mults, minlength=len(touched)) for end in ends),
+                np.zeros(len(touched))).astype(np.int64)
+    return Membership(coded.terms.decode(touched), before > 0, before + moved > 0)
+
+
 class EdgeIndexes:
     """What the path views of a batch share: the :class:`ViewIndex` of each edge view it reads
     (the eleven paths of a benchmark share four views), and the membership of the nodes its change
@@ -170,9 +183,15 @@ class EdgeIndexes:
                 candidates: set[str]) -> Membership:
         """:func:`members`, found once for the batch: every path view with a zero-length match
         asks it of the view of every triple, for the same nodes (a popular node's many triples
-        were looked up once per path view: 0.4 s of a 3.6 s batch of 10,000 edges at 1M edges)."""
-        return self._members.get((view, columns, frozenset(candidates)),
-                                 lambda: members(self.find, view, change, columns, candidates))
+        were looked up once per path view: 0.4 s of a 3.6 s batch of 10,000 edges at 1M edges).
+        From the run's coded view of every triple when it keeps it (:meth:`coded_members`)."""
+        def found() -> Membership:
+            # (a view numbered for the batch was coded before the walks: nothing is built here)
+            numbered = None if self.coded is None else self.coded.change(view)
+            if columns == ("v0", "v2") and not candidates and numbered is not None and change is not None:
+                return coded_members(self.coded.view(view, ALL), change, numbered)
+            return members(self.find, view, change, columns, candidates)
+        return self._members.get((view, columns, frozenset(candidates)), found)
 
     def get(self, predicate: str, view: str, stamped: bool) -> ViewIndex:
         def built() -> ViewIndex:
@@ -272,13 +291,13 @@ class Terms:
         self._table.insert(hashes, numbers)
         self._new.append(values)
         end = self._count + len(values)
-        self._hashes = _grown(self._hashes, end, 0)
+        self._hashes = grown(self._hashes, end, 0)
         self._hashes[self._count:end] = hashes
         if in_graph is not None:
-            self._in_graph = _grown(self._in_graph, end, -1)
+            self._in_graph = grown(self._in_graph, end, -1)
             self._in_graph[self._count:end] = in_graph
             known = in_graph >= 0
-            self._of_graph = _grown(self._of_graph, len(self._graph), -1)
+            self._of_graph = grown(self._of_graph, len(self._graph), -1)
             self._of_graph[in_graph[known]] = numbers[known]
         self._count += len(values)
         return numbers
@@ -288,7 +307,7 @@ class Terms:
         the order they first occur: their strings are the graph's, never hashed or compared again
         (a string numbered here is one the graph numbered, or not in it at all)."""
         graph = self._graph
-        self._of_graph = _grown(self._of_graph, len(graph), -1)
+        self._of_graph = grown(self._of_graph, len(graph), -1)
         numbers = self._of_graph[codes]
         missing = numbers < 0
         if missing.any():
@@ -336,7 +355,7 @@ class Terms:
         return self.decode(np.fromiter(codes, np.int64)).to_pylist()
 
 
-def _grown(array: np.ndarray, size: int, fill: int) -> np.ndarray:
+def grown(array: np.ndarray, size: int, fill: int) -> np.ndarray:
     """``array`` extended with ``fill`` to at least ``size`` entries (doubling, so that growing
     one vertex at a time stays linear)."""
     if len(array) >= size:
@@ -361,8 +380,8 @@ class Adjacency:
     def add(self, vertices: np.ndarray, src: np.ndarray, sym: np.ndarray, dst: np.ndarray, ts: np.ndarray) -> None:
         """Add every move of ``vertices`` (distinct, none added before): those of ``src``."""
         top = int(max(vertices.max(initial=-1), src.max(initial=-1))) + 1
-        self.begin, self.size = _grown(self.begin, top, 0), _grown(self.size, top, 0)
-        self.added = _grown(self.added, top, False)
+        self.begin, self.size = grown(self.begin, top, 0), grown(self.size, top, 0)
+        self.added = grown(self.added, top, False)
         order = np.argsort(src, kind="stable")
         src = src[order]
         uniq, first, counts = np.unique(src, return_index=True, return_counts=True)

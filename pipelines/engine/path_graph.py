@@ -31,7 +31,7 @@ from views.path_views import ALL
 
 from ..sorted_sets import distinct, isin
 from .merge_on_read import consolidated
-from .path_edges import Terms
+from .path_edges import Terms, grown
 
 #: The coded edges added since a view was indexed are gone through by every lookup; once they pass
 #: this share of the indexed ones, or the dead edges half of all, the view is indexed afresh.
@@ -56,21 +56,24 @@ class CodedView:
         self.s, self.o = terms.encode(rows[s]), terms.encode(rows[o])
         self.p = None if p is None else terms.encode(rows[p])
         terms.settle()
-        self.live = np.ones(len(self.s), bool)
+        self.n = len(self.s)                    # the edges (the arrays have room for more)
+        self.live = np.ones(self.n, bool)
+        self.dead = 0
         self._index()
 
     def _index(self) -> None:
         """Index every edge (the dead ones dropped first, once they are half of them)."""
-        if 2 * np.count_nonzero(self.live) < len(self.live):
-            keep = self.live
+        if 2 * self.dead > self.n:
+            keep = np.flatnonzero(self.live[:self.n])
             self.s, self.o = self.s[keep], self.o[keep]
             self.p = None if self.p is None else self.p[keep]
-            self.live = np.ones(len(self.s), bool)
-        self.indexed = len(self.s)
-        self._by = {column: _ranges(ends, len(self.terms)) for column, ends in (("s", self.s), ("o", self.o))}
+            self.n, self.dead = len(keep), 0
+            self.live = np.ones(self.n, bool)
+        self.indexed = self.n
+        self._by = {column: _ranges(ends[:self.n], len(self.terms)) for column, ends in (("s", self.s), ("o", self.o))}
 
     def __len__(self) -> int:
-        return len(self.s)
+        return self.n
 
     def around(self, codes: np.ndarray, by_subject: bool) -> tuple[np.ndarray, np.ndarray]:
         """The live edges whose subject (``by_subject``) or object is one of ``codes`` (distinct
@@ -83,8 +86,8 @@ class CodedView:
         size[inside] = starts[codes[inside] + 1] - first[inside]
         which = np.repeat(np.arange(len(codes)), size)
         edges = order[np.repeat(first - np.cumsum(size) + size, size) + np.arange(int(size.sum()))]
-        if self.indexed < len(self.s):          # the edges added since: gone through
-            ends = (self.s if by_subject else self.o)[self.indexed:]
+        if self.indexed < self.n:               # the edges added since: gone through
+            ends = (self.s if by_subject else self.o)[self.indexed:self.n]
             sorted_codes = np.sort(codes)
             at = np.minimum(np.searchsorted(sorted_codes, ends), len(codes) - 1)
             hit = np.flatnonzero(sorted_codes[at] == ends) if len(codes) else np.zeros(0, np.int64)
@@ -92,6 +95,12 @@ class CodedView:
             which, edges = np.concatenate([which, position]), np.concatenate([edges, self.indexed + hit])
         alive = self.live[edges]
         return which[alive], edges[alive]
+
+    def degrees(self, codes: np.ndarray) -> np.ndarray:
+        """How many live edges have each of ``codes`` (distinct run numbers) as subject, plus how
+        many as object (an integer gather: what counting a popular node's rows costs here)."""
+        return sum((np.bincount(self.around(codes, by_subject)[0], minlength=len(codes)) for by_subject in (True, False)),
+                   np.zeros(len(codes), np.int64))
 
     def advanced(self, delta: pa.Table, version: int) -> "CodedView":
         """This view once ``delta`` (its change, signed rows) is committed as ``version``: the
@@ -102,16 +111,23 @@ class CodedView:
         leaving = pc.less(delta[MULT], 0).to_numpy(zero_copy_only=False)
         codes = {c: self.terms.encode(delta[c]) for c in (s, o, p) if c is not None}
         if leaving.any():
-            self.live[self._edges(*(codes[c][leaving] if c else None for c in (s, o, p)))] = False
+            gone = self._edges(*(codes[c][leaving] if c else None for c in (s, o, p)))
+            self.live[gone] = False
+            self.dead += len(gone)
         entering = ~leaving
-        self.s = np.concatenate([self.s, codes[s][entering]])
-        self.o = np.concatenate([self.o, codes[o][entering]])
-        if p is not None:
-            self.p = np.concatenate([self.p, codes[p][entering]])
-        self.live = np.concatenate([self.live, np.ones(int(entering.sum()), bool)])
+        end = self.n + int(entering.sum())
+        # appended in place: the arrays double when full, so a batch copies what it adds, not the view
+        for name, column in (("s", s), ("o", o), ("p", p)):
+            if column is not None:
+                array = grown(getattr(self, name), end, -1)
+                array[self.n:end] = codes[column][entering]
+                setattr(self, name, array)
+        self.live = grown(self.live, end, False)
+        self.live[self.n:end] = True
+        self.n = end
         self.terms.settle()
         self.version = version
-        if len(self.s) - self.indexed > REINDEX * self.indexed or 2 * np.count_nonzero(self.live) < len(self.live):
+        if self.n - self.indexed > REINDEX * self.indexed or 2 * self.dead > self.n:
             self._index()
         return self
 

@@ -26,17 +26,19 @@ ProductNode = tuple[str, int]            # (graph node, automaton state)
 Entry = tuple[ProductNode, int]          # (witness parent, max-min time)
 
 
-def reached(find: Find, reach: str, roots: Iterable[str], nodes: Iterable[str] | None = None,
+def reached(find: Find, reach: str, roots: Iterable[str] | pa.Array, nodes: Iterable[str] | pa.Array | None = None,
             by_node: bool = True) -> pa.Table:
-    """The rows of reach table ``reach`` in the trees of ``roots`` (only at ``nodes``, if given),
-    automaton states as integers. With ``nodes``, the lookup goes through the index of the nodes
-    or of the roots, whichever finds fewer rows; unless ``by_node`` is false: then through the
-    roots' index, the nodes filtering the rows it finds (a table never looked up by node is not
-    indexed by node for it: 0.6 s for each of a benchmark's 1.6M-row tables, paid by a process's
-    first batch, and the index carried over at every rebase after)."""
+    """The rows of reach table ``reach`` in the trees of ``roots`` (only at ``nodes``, if given;
+    either as distinct strings in an Arrow array, or any strings), automaton states as integers.
+    With ``nodes``, the lookup goes through the index of the nodes or of the roots, whichever
+    finds fewer rows; unless ``by_node`` is false: then through the roots' index, the nodes
+    filtering the rows it finds (a table never looked up by node is not indexed by node for it:
+    0.6 s for each of a benchmark's 1.6M-row tables, paid by a process's first batch, and the
+    index carried over at every rebase after)."""
     keys = {"root": roots} if nodes is None else {"node": nodes, "root": roots} if by_node else \
         {"root": roots, "node": nodes}
-    rows = find(reach, {c: pa.array(sorted(values), pa.string()) for c, values in keys.items()})
+    rows = find(reach, {c: values if isinstance(values, pa.Array) else pa.array(sorted(set(values)), pa.string())
+                        for c, values in keys.items()})
     return pa.table({c: pc.cast(rows[c], pa.int64()) if c in ("state", "pstate") else rows[c] for c in REACH_COLUMNS})
 
 

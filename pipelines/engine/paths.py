@@ -69,7 +69,7 @@ import pyarrow.compute as pc
 
 from schemas.tables import MULT
 from views.automata import BACKWARD, FORWARD, OTHER
-from views.path_views import PathDef
+from views.path_views import ALL, PathDef
 
 from ..sorted_sets import distinct, isin, union
 from .arrow import consolidate
@@ -77,9 +77,9 @@ from .flat_paths import flat_changes, is_flat
 from .lookup import Find, finder
 from .path_edges import (FOREVER, NO_MEMBERS, TRIPLE_SCHEMA, Adjacency, CodedViews, EdgeIndexes, Edges, Membership,
                          Terms, ViewIndex, times, triple_keys, triples)
-from .path_graph import view_columns
 from .path_forest import (Forest, Frontier, check_bounds, cut, key_parts, key_roots, pair_keys, pair_parts, reach_changes,
                           walk)
+from .path_graph import view_columns
 from .path_reach import REACH_SCHEMA, pairs_table, reached
 from .threads import each
 from .zsets import binding_schema
@@ -369,7 +369,7 @@ class PathOperator:
             return set()
         first = edges.first
         ends = union(first.sources(), first.gather(first.sources())[2])
-        rows = reached(find, self.path.reach, candidates, set(edges.terms.decode(ends).to_pylist()))
+        rows = reached(find, self.path.reach, candidates, edges.terms.decode(ends))
         partial = Forest.of(rows, edges.terms)
         starts = self._frontier(partial, distinct(edges.terms.encode(sorted(candidates))), edges, partial.root[:0], None,
                                 partial.root[:0])
@@ -448,6 +448,8 @@ def path_changes(paths: Iterable[PathDef], read: Callable[[str], pa.Table],
         for predicate, view in path.edges:
             if indexes.get(predicate, view, path.stamped).coded is not None and view in deltas:
                 coded.number(view, predicate, deltas[view])
+        if coded is not None and path.nodes and not path.stamped and path.nodes in deltas:
+            coded.number(path.nodes, ALL, deltas[path.nodes])       # (the nodes' membership)
     for changes in each(walked, walks(paths)):
         out.update({t: rows for t, rows in changes.items() if rows.num_rows})
     return out
