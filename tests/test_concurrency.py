@@ -67,12 +67,13 @@ def enrolments(path: Path, count: int) -> Path:
 
 @pytest.fixture
 def lake(tmp_path) -> Path:
-    """The example lake with teaching registered and 120 enrolment events waiting: a run of
-    batches of 2 takes seconds."""
+    """The example lake with teaching registered and 480 enrolment events waiting: a run of
+    batches of 2 takes seconds, longer than the two refused commands after it start (with 120, a
+    run on a fast hour of this machine ended before the second did)."""
     path = tmp_path / "lake"
     ok(path, "ingest", str(EXAMPLES / "landing" / "01_initial.nt"), "--time", "2026-11-23T09:00:00Z")
     ok(path, "register", str(EXAMPLES / "queries" / "teaching.rq"))
-    ok(path, "ingest", str(enrolments(tmp_path / "enrolments.jsonl", 120)))
+    ok(path, "ingest", str(enrolments(tmp_path / "enrolments.jsonl", 480)))
     return path
 
 
