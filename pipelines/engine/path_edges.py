@@ -52,6 +52,12 @@ def triples(predicate: str, rows: pa.Table, stamped: bool) -> pa.Table:
     return pa.Table.from_arrays([*spo, time], schema=TRIPLE_SCHEMA)
 
 
+def view_columns(predicate: str) -> tuple[str, str, str | None]:
+    """A view's (subject, object, predicate) columns: a predicate's view holds (s, o), the view of
+    every triple (s, p, o)."""
+    return ("v0", "v2", "v1") if predicate == ALL else ("v0", "v1", None)
+
+
 class CodedViews(Protocol):
     """The edge views a run keeps coded (:mod:`.path_graph`), at the version a batch reads: the
     run's numbering of their terms, and a view's coded edges (None when it is not kept so)."""
@@ -77,7 +83,7 @@ class ViewIndex:
                  coded: "CodedView | None" = None) -> None:
         self.predicate, self.view, self.stamped, self.coded = predicate, view, stamped, coded
         self._read, self._find = read, find
-        self._s, self._o = ("v0", "v2") if predicate == ALL else ("v0", "v1")
+        self._s, self._o, _ = view_columns(predicate)
 
     @functools.cached_property
     def triples(self) -> pa.Table:
@@ -129,7 +135,7 @@ class Membership:
         out = []
         for side in (self.was, self.now):
             member = np.ones(len(values), bool)
-            member[known] = side[where[known]] if len(side) else True
+            member[known] = side[where[known]]
             out.append(member)
         return out[0], out[1]
 
@@ -203,7 +209,7 @@ class EdgeIndexes:
         """A step's numbering of its vertices: beside the run's, when the run keeps every one of
         the step's edge ``views`` coded."""
         coded = bool(views) and all(v.coded is not None for v in views)
-        return Terms(self.coded.numbering if coded and self.coded is not None else None)
+        return Terms(self.coded.numbering if coded else None)
 
 
 def triple_keys(rows: pa.Table) -> pa.ChunkedArray:
@@ -464,8 +470,7 @@ class Edges:
         for direction, src, dst in ((FORWARD, s, o), (BACKWARD, o, s)):
             if direction not in self.directions:
                 continue
-            named = np.array([self._index.get((key, direction), -1) if (key := self.symbol(p)) is not None else -1
-                              for p in predicates] or [-1], np.int64)
+            named = np.array([self._symbol_index(p, direction) for p in predicates] or [-1], np.int64)
             sym = named[which] if len(which) else np.zeros(0, np.int64)
             keep = sym >= 0
             if out_of is not None:
@@ -476,6 +481,11 @@ class Edges:
         if not parts:
             return (np.zeros(0, np.int64),) * 4
         return tuple(np.concatenate(c) for c in zip(*parts))
+
+    def _symbol_index(self, predicate: str, direction: str) -> int:
+        """The index among the automaton's symbols of ``predicate`` taken in ``direction`` (-1: none)."""
+        key = self.symbol(predicate)
+        return -1 if key is None else self._index.get((key, direction), -1)
 
     def _adjacency(self, moves: tuple[np.ndarray, ...]) -> Adjacency:
         adjacency = Adjacency()
@@ -542,14 +552,12 @@ class Edges:
 
     def _coded_symbols(self, view: ViewIndex, direction: str, edges: np.ndarray) -> np.ndarray:
         """The automaton symbol of each of a coded view's ``edges`` in ``direction`` (-1: none)."""
-        def index(predicate: str) -> int:
-            key = self.symbol(predicate)
-            return -1 if key is None else self._index.get((key, direction), -1)
         if view.coded.p is None:
-            return np.full(len(edges), index(view.predicate), np.int64)
+            return np.full(len(edges), self._symbol_index(view.predicate, direction), np.int64)
         predicates = view.coded.p[edges]
         kinds = distinct(predicates)
-        named = np.array([index(p) for p in self.terms.graph.decode(kinds).to_pylist()], np.int64)
+        named = np.array([self._symbol_index(p, direction) for p in self.terms.graph.decode(kinds).to_pylist()],
+                         np.int64)
         return named[np.searchsorted(kinds, predicates)] if len(kinds) else np.zeros(0, np.int64)
 
     def _deleted(self, view: ViewIndex, s: np.ndarray, o: np.ndarray, edges: np.ndarray) -> np.ndarray:

@@ -27,21 +27,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.tables import MULT
-from views.path_views import ALL
-
 from ..sorted_sets import distinct, isin
 from .merge_on_read import consolidated
-from .path_edges import Terms, grown
+from .path_edges import Terms, grown, view_columns
 
 #: The coded edges added since a view was indexed are gone through by every lookup; once they pass
 #: this share of the indexed ones, or the dead edges half of all, the view is indexed afresh.
 REINDEX = 1 / 4
-
-
-def view_columns(predicate: str) -> tuple[str, str, str | None]:
-    """A view's (subject, object, predicate) columns: a predicate's view holds (s, o), the view of
-    every triple (s, p, o)."""
-    return ("v0", "v2", "v1") if predicate == ALL else ("v0", "v1", None)
 
 
 class CodedView:
@@ -88,10 +80,11 @@ class CodedView:
         edges = order[np.repeat(first - np.cumsum(size) + size, size) + np.arange(int(size.sum()))]
         if self.indexed < self.n:               # the edges added since: gone through
             ends = (self.s if by_subject else self.o)[self.indexed:self.n]
-            sorted_codes = np.sort(codes)
+            by_code = np.argsort(codes)
+            sorted_codes = codes[by_code]
             at = np.minimum(np.searchsorted(sorted_codes, ends), len(codes) - 1)
             hit = np.flatnonzero(sorted_codes[at] == ends) if len(codes) else np.zeros(0, np.int64)
-            position = np.argsort(codes)[at[hit]]
+            position = by_code[at[hit]]
             which, edges = np.concatenate([which, position]), np.concatenate([edges, self.indexed + hit])
         alive = self.live[edges]
         return which[alive], edges[alive]

@@ -76,10 +76,9 @@ from .arrow import consolidate
 from .flat_paths import flat_changes, is_flat
 from .lookup import Find, finder
 from .path_edges import (FOREVER, NO_MEMBERS, TRIPLE_SCHEMA, Adjacency, CodedViews, EdgeIndexes, Edges, Membership,
-                         Terms, ViewIndex, times, triple_keys, triples)
+                         Terms, ViewIndex, times, triple_keys, triples, view_columns)
 from .path_forest import (Forest, Frontier, check_bounds, cut, key_parts, key_roots, pair_keys, pair_parts, reach_changes,
                           walk)
-from .path_graph import view_columns
 from .path_reach import REACH_SCHEMA, pairs_table, reached
 from .threads import each
 from .zsets import binding_schema
