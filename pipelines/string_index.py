@@ -4,10 +4,10 @@ Terms are strings everywhere in the lake, and a batch finds many of them in larg
 stored rows of a change's keys, the codes of a walk's vertices, the rows a MERGE touches. Done
 through Python (``hash`` of each value, a ``dict`` of a column's values) that work holds the GIL,
 so the batch's other threads wait on it: 0.87 s to build the dict of a million IRIs and 0.15 s to
-look 100,000 up in it. Hashed here, a million IRIs take 0.12-0.14 s and 100,000 take 13 ms, in
-numpy operations over whole arrays; a :class:`HashIndex` of a column is its values' hashes in an
-open-addressing table (:class:`HashTable`), and a lookup a probe or two per wanted value, checked
-against the values themselves.
+look 100,000 up in it. Hashed here, by a C kernel over the Arrow buffers that releases the GIL
+(:mod:`pipelines._strings`), a million IRIs take about 25 ms; a :class:`HashIndex` of a column
+is its values' hashes in an open-addressing table (:class:`HashTable`), and a lookup a probe or
+two per wanted value, checked against the values themselves.
 """
 from __future__ import annotations
 
@@ -17,25 +17,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-#: Strings hashed at a time: the arrays of a block stay in the processor's cache (a million
-#: IRIs in one block took 0.24-0.48 s, in blocks of this size 0.12-0.14 s).
-_BLOCK = 32768
+from ._strings import hash_strings
 
 #: The hash of a null (any value would do: a hash is only ever a hint, checked by comparing values).
 _NULL = np.uint64(0x5BD1E9955BD1E995)
-
-_multipliers = np.zeros(0, np.uint64)
-
-
-def _multiplier(count: int) -> np.ndarray:
-    """At least ``count`` odd 64-bit multipliers, one per position of an 8-byte word in a string,
-    the same in every process (a seeded generator), grown as longer strings come."""
-    global _multipliers
-    if len(_multipliers) < count:
-        drawn = np.random.default_rng(0x6C616B6567726170).integers(
-            0, 2**64 - 1, max(count, 2 * len(_multipliers), 64), dtype=np.uint64, endpoint=True)
-        _multipliers = drawn | np.uint64(1)
-    return _multipliers
 
 
 def mixed(numbers: np.ndarray) -> np.ndarray:
@@ -64,10 +49,10 @@ def same_values(held: pa.Array, values: pa.Array) -> np.ndarray:
 
 def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A 64-bit hash of each value of a string or binary array (nulls included): equal bytes hash
-    alike in any array, slice or process. Each string is read as 8-byte words straight from the
-    array's data buffer, each word multiplied by a multiplier of its position in the string and
-    the products summed (a multilinear hash), then the sum and the length mixed. Two values may
-    still share a hash, so a caller compares the values it finds."""
+    alike in any array, slice or process. The C kernel :mod:`pipelines._strings` reads each string
+    straight from the array's buffers and hashes it with the GIL released (about 25 ns for an
+    IRI, where a numpy hash of 8-byte words took 200 ns holding the GIL). Two values may still
+    share a hash, so a caller compares the values it finds."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     if pa.types.is_dictionary(values.type):
@@ -82,44 +67,11 @@ def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
         values = values.cast(pa.large_binary())
     if not is_string_like(values.type):
         raise TypeError(f"string_hashes takes strings or binaries, not {values.type}")
-    if len(values) <= _BLOCK:
-        return _block_hashes(values)
-    return np.concatenate([_block_hashes(values.slice(i, _BLOCK)) for i in range(0, len(values), _BLOCK)])
-
-
-def _block_hashes(values: pa.Array) -> np.ndarray:
-    """:func:`string_hashes` of a string or binary array of at most :data:`_BLOCK` values."""
-    count = len(values)
-    wide = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
-    offset_type = np.dtype(np.int64 if wide else np.int32)
-    _, offsets, data = values.buffers()
-    offsets = np.frombuffer(offsets, offset_type, count + 1, values.offset * offset_type.itemsize).astype(np.int64)
-    first, last = int(offsets[0]), int(offsets[-1])
-    # the bytes of these strings, copied into 8-byte words with a zero word after them, so that
-    # a word starting anywhere in them is two aligned words shifted together
-    padded = np.zeros((last - first + 16) // 8 * 8, np.uint8)
-    if last > first:
-        padded[:last - first] = np.frombuffer(data, np.uint8, last - first, first)
-    aligned = padded.view("<u8")
-    start, length = offsets[:-1] - first, np.diff(offsets)
-    words = (length + 7) >> 3
-    at, low = start >> 3, (start & 7).astype(np.uint64) * np.uint64(8)
-    high = np.uint64(63) - low                  # (shifting by 64 - low in two steps: low may be 0)
-    sums = np.zeros(count, np.uint64)
-    multiplier = _multiplier(int(words.max(initial=0)))
-    rows = np.arange(count)                     # the strings with a word at position k
-    for k in range(int(words.max(initial=0))):
-        going = words[rows] <= k
-        if going.any():
-            keep = ~going
-            rows, at, low, high = rows[keep], at[keep], low[keep], high[keep]
-        word = (aligned[at + k] >> low) | ((aligned[at + k + 1] << high) << np.uint64(1))
-        tail = length[rows] - 8 * k             # the bytes of this word that are the string's
-        short = tail < 8
-        if short.any():
-            word[short] &= (np.uint64(1) << (tail[short].astype(np.uint64) * np.uint64(8))) - np.uint64(1)
-        sums[rows] += word * multiplier[k]
-    hashes = mixed(sums + length.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(1))
+    hashes = np.empty(len(values), np.uint64)
+    if len(values):
+        _, offsets, data = values.buffers()
+        wide = pa.types.is_large_string(values.type) or pa.types.is_large_binary(values.type)
+        hash_strings(offsets, b"" if data is None else data, values.offset, len(values), wide, hashes)
     if values.null_count:
         hashes[~np.asarray(values.is_valid())] = _NULL
     return hashes

@@ -22,6 +22,9 @@ def test_equal_strings_hash_alike_however_held():
     for layout in held:
         assert string_hashes(layout).tolist() == hashes
     assert len(set(hashes)) == len(values)
+    # arrays whose data buffer is empty or absent: only empty strings, only nulls
+    assert string_hashes(pa.array(["", ""])).tolist() == [hashes[0]] * 2
+    assert string_hashes(pa.nulls(3, pa.string())).tolist() == [hashes[4]] * 3
 
 
 def test_strings_that_differ_anywhere_hash_apart():
