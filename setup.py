@@ -1,9 +1,9 @@
 """The compiled part of lakegraph; everything else is declared in pyproject.toml.
 
-One C kernel, ``pipelines._strings``: terms hashed straight from their Arrow buffers, without
+One C kernel, ``pipelines._kernels``: terms hashed straight from their Arrow buffers, without
 the GIL (:mod:`pipelines.string_index`). Declared here because setuptools still calls its
 ``pyproject.toml`` form of extension modules experimental.
 """
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("pipelines._strings", ["pipelines/_strings.c"], extra_compile_args=["-O3"])])
+setup(ext_modules=[Extension("pipelines._kernels", ["pipelines/_kernels.c"], extra_compile_args=["-O3"])])

@@ -5,7 +5,7 @@ stored rows of a change's keys, the codes of a walk's vertices, the rows a MERGE
 through Python (``hash`` of each value, a ``dict`` of a column's values) that work holds the GIL,
 so the batch's other threads wait on it: 0.87 s to build the dict of a million IRIs and 0.15 s to
 look 100,000 up in it. Hashed here, by a C kernel over the Arrow buffers that releases the GIL
-(:mod:`pipelines._strings`), a million IRIs take about 25 ms; a :class:`HashIndex` of a column
+(:mod:`pipelines._kernels`), a million IRIs take about 25 ms; a :class:`HashIndex` of a column
 is its values' hashes in an open-addressing table (:class:`HashTable`), and a lookup a probe or
 two per wanted value, checked against the values themselves.
 """
@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._strings import hash_strings
+from ._kernels import hash_strings, table_find, table_insert
 
 #: The hash of a null (any value would do: a hash is only ever a hint, checked by comparing values).
 _NULL = np.uint64(0x5BD1E9955BD1E995)
@@ -49,7 +49,7 @@ def same_values(held: pa.Array, values: pa.Array) -> np.ndarray:
 
 def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """A 64-bit hash of each value of a string or binary array (nulls included): equal bytes hash
-    alike in any array, slice or process. The C kernel :mod:`pipelines._strings` reads each string
+    alike in any array, slice or process. The C kernel :mod:`pipelines._kernels` reads each string
     straight from the array's buffers and hashes it with the GIL released (about 25 ns for an
     IRI, where a numpy hash of 8-byte words took 200 ns holding the GIL). Two values may still
     share a hash, so a caller compares the values it finds."""
@@ -79,7 +79,8 @@ def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
 
 class HashTable:
     """Rows by a 64-bit hash: an open-addressing hash table (linear probing) in two numpy arrays,
-    a slot's hash and row. Each wanted hash is a probe or two, where a binary search in sorted
+    a slot's hash and row, probed and filled by C kernels (:mod:`pipelines._kernels`) with the GIL
+    released. Each wanted hash is a probe or two, where a binary search in sorted
     hashes cost ~25 cache misses per hash (the search was most of a 10,000-edge batch's merges
     into eleven path queries' 27M answers, and a third of finding a batch's terms in a column's
     values). Rows whose hashes collide each have a slot, all found along the probe chain, so a
@@ -103,32 +104,19 @@ class HashTable:
     def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The rows whose hash is one of ``wanted`` (dead ones too), each with the position in
         ``wanted`` of its hash and its slot."""
-        mask = np.uint64(len(self.row) - 1)
-        which = np.arange(len(wanted))
-        slot = (wanted & mask).astype(np.int64)
-        rows, owners, slots = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
-        while len(which):
-            held = self.row[slot]
-            occupied = held >= 0
-            hit = occupied & (self.hash[slot] == wanted[which])
-            rows.append(held[hit])
-            owners.append(which[hit])
-            slots.append(slot[hit])
-            which, slot = which[occupied], (slot[occupied] + 1) & (len(self.row) - 1)
-        return np.concatenate(rows), np.concatenate(owners), np.concatenate(slots)
+        wanted = np.ascontiguousarray(wanted, np.uint64)
+        room = len(wanted) + 16         # most wanted hashes find one row, some none, few several
+        while True:
+            rows, owners, slots = (np.empty(room, np.int64) for _ in range(3))
+            found = table_find(self.hash, self.row, wanted, rows, owners, slots)
+            if found <= room:
+                return rows[:found], owners[:found], slots[:found]
+            room = found
 
     def insert(self, hashes: np.ndarray, rows: np.ndarray) -> None:
         """New keys' ``hashes`` (from different keys) and their ``rows``, each in a slot of its own."""
         self.filled += len(rows)
-        mask = len(self.row) - 1
-        slot = (hashes & np.uint64(mask)).astype(np.int64)
-        which = np.arange(len(rows))
-        while len(which):
-            free = self.row[slot] < 0
-            self.row[slot[free]] = rows[which[free]]        # of rows claiming one slot, one wins
-            won = free & (self.row[slot] == rows[which])
-            self.hash[slot[won]] = hashes[which[won]]
-            which, slot = which[~won], (slot[~won] + 1) & mask
+        table_insert(self.hash, self.row, np.ascontiguousarray(hashes, np.uint64), np.ascontiguousarray(rows, np.int64))
 
     def rebuilt(self, live: np.ndarray | None, more: int) -> "HashTable":
         """This table with room for ``more`` rows: itself, or, once it would be half full, a new

@@ -9,13 +9,13 @@ if ! command -v java >/dev/null 2>&1; then
   exit 1
 fi
 if ! command -v cc >/dev/null 2>&1; then
-  echo "setup: a C compiler is required to build lakegraph's string kernel (pipelines/_strings.c); install one, e.g. apt-get install -y gcc" >&2
+  echo "setup: a C compiler is required to build lakegraph's string kernels (pipelines/_kernels.c); install one, e.g. apt-get install -y gcc" >&2
   exit 1
 fi
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 STAMP=.venv/.lakegraph-installed
 # the install is redone when what it builds from changes: the dependencies, or the C kernel it compiles
-WANT=$(cat pyproject.toml setup.py pipelines/_strings.c | sha256sum | cut -d' ' -f1)
+WANT=$(cat pyproject.toml setup.py pipelines/_kernels.c | sha256sum | cut -d' ' -f1)
 install() {
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
   if ! .venv/bin/python -m pip install -q -e ".[test,bench,airflow]" >.venv/pip.log 2>&1; then
@@ -26,7 +26,7 @@ install() {
   # quality.gx imports Great Expectations behind the guard that keeps pyspark's connect module from
   # exiting a `python -c` process silently (which would make this check pass without checking);
   # airflow last, since importing it turns on its logging, and GX then logs every class it registers.
-  .venv/bin/python -c "import pyspark, deltalake, rdflib, pyoxigraph, pipelines._strings, quality.gx, airflow" \
+  .venv/bin/python -c "import pyspark, deltalake, rdflib, pyoxigraph, pipelines._kernels, quality.gx, airflow" \
     || { echo "setup: installation failed: a package does not import" >&2; exit 1; }
   echo "$WANT" >"$STAMP"
 }
