@@ -69,10 +69,11 @@ def counted(column: pa.Array | pa.ChunkedArray, values: pa.Array,
 #: A lookup of at most 1/_FEW of a column's distinct values may go through the column's hash of them.
 _FEW = 16
 #: ... once scanning the values for such lookups has cost what building the hash costs: about
-#: this many scans (measured: 80 ms to index 340,000 IRIs by hash, :class:`HashIndex`; 9-15 ms to
-#: scan them for 1,000 values). A table looked up once a batch (a change's rows found in a path
-#: view) is scanned; one looked up at every round of a path walk is hashed at once.
-_BUY = 8
+#: this many scans (measured: 12-25 ms to index 215,000 IRIs by hash, :class:`HashIndex`, whose
+#: kernels are C; 6-10 ms to scan them for 3,300 values, and 1 ms to find those by the hash). A
+#: table looked up once a batch (a change's rows found in a path view) is hashed at its third
+#: batch; one looked up at every round of a path walk at once.
+_BUY = 2
 
 
 class Lookup:
