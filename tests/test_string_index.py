@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from pipelines import string_index
-from pipelines.string_index import HashIndex, string_hashes
+from pipelines.string_index import HashIndex, HashTable, string_hashes
 
 
 def test_equal_strings_hash_alike_however_held():
@@ -76,3 +76,34 @@ def test_hash_index_grows_past_its_table():
     wanted = pa.array(values + ["http://example.org/absent"])
     for index, held in indexes:
         assert index.positions(wanted).tolist() == list(range(len(held))) + [-1] * (len(values) - len(held) + 1)
+
+
+def test_hash_table_finds_every_row_of_a_hash():
+    """The table's C probes against a dict of lists: hashes that collide in full and hashes that
+    share only their low bits (their probe chains run into each other, and past the table's last
+    slot back to its first) each find all their rows and only theirs, with the slot each sits in;
+    so after the table is rebuilt and grown, and the older table keeps what it held."""
+    rng = np.random.default_rng(11)
+    table = HashTable(np.zeros(0, np.uint64), np.zeros(0, np.int64), room=40)
+    size = len(table.row)
+    # a few full hashes, each held by several rows, and hashes landing on the last slots
+    hashes = np.concatenate([rng.choice(np.array([7, size - 1, 2 * size - 2, 3 * size - 1], np.uint64), 30),
+                             rng.integers(0, 2**63, 10, dtype=np.uint64)])
+    rows = np.arange(len(hashes), dtype=np.int64)
+    table.insert(hashes, rows)
+    wanted = np.concatenate([np.unique(hashes), np.array([12345, size - 1 + size * 5], np.uint64)])
+
+    def expected(held_hashes: np.ndarray) -> set[tuple[int, int]]:
+        return {(int(r), i) for i, w in enumerate(wanted) for r in np.flatnonzero(held_hashes == w)}
+
+    found, owners, slots = table.find(wanted)
+    assert set(zip(found.tolist(), owners.tolist())) == expected(hashes)
+    assert (table.row[slots] == found).all() and (table.hash[slots] == wanted[owners]).all()
+    older = (table.hash.copy(), table.row.copy())
+    more = rng.integers(0, 2**63, 200, dtype=np.uint64)
+    grown = table.grown(more, np.arange(len(hashes), len(hashes) + 200, dtype=np.int64))
+    assert len(grown.row) > size
+    wanted = np.concatenate([wanted, more[:50]])
+    found, owners, _ = grown.find(wanted)
+    assert set(zip(found.tolist(), owners.tolist())) == expected(np.concatenate([hashes, more]))
+    assert (table.hash == older[0]).all() and (table.row == older[1]).all()
