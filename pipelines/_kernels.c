@@ -95,6 +95,11 @@ done:
     return result;
 }
 
+/* How many hashes ahead a probe loop fetches its slot: a table of millions of slots is far larger
+ * than the caches, so each probe is a miss to memory (about 100 ns), and fetching ahead overlaps
+ * them (inserting a million hashes took 100 ms one miss at a time). */
+#define PREFETCH 16
+
 /* A table's two arrays and their size, checked: a power of two of slots, as many hashes as rows. */
 static int table_of(Py_buffer *hash, Py_buffer *row, Py_ssize_t *size) {
     *size = row->len / (Py_ssize_t)sizeof(int64_t);
@@ -126,6 +131,10 @@ static PyObject *table_insert(PyObject *self, PyObject *args) {
     uint64_t mask = (uint64_t)size - 1;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < count; i++) {
+        if (i + PREFETCH < count) {     /* the slots are random: fetch ahead, not one miss at a time */
+            __builtin_prefetch(&slot_row[h[i + PREFETCH] & mask], 1);
+            __builtin_prefetch(&slot_hash[h[i + PREFETCH] & mask], 1);
+        }
         uint64_t s = h[i] & mask;
         while (slot_row[s] >= 0)
             s = (s + 1) & mask;
@@ -167,6 +176,10 @@ static PyObject *table_find(PyObject *self, PyObject *args) {
     uint64_t mask = (uint64_t)size - 1;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < count; i++) {
+        if (i + PREFETCH < count) {
+            __builtin_prefetch(&slot_row[w[i + PREFETCH] & mask], 0);
+            __builtin_prefetch(&slot_hash[w[i + PREFETCH] & mask], 0);
+        }
         for (uint64_t s = w[i] & mask; slot_row[s] >= 0; s = (s + 1) & mask) {
             if (slot_hash[s] != w[i])
                 continue;
