@@ -181,7 +181,8 @@ class IndexedSet:
         return rebased
 
     def _lookup(self, column: str) -> Lookup:
-        return self._lookups.get(column, lambda: Lookup(self.base[column]))
+        # a held table is looked up by the same columns at every batch of the run: hashed at once
+        return self._lookups.get(column, lambda: Lookup(self.base[column], buy=0))
 
     def _positions(self, rows: pa.Table, keys: pa.Array, alive: bool) -> tuple[np.ndarray, pa.Array]:
         """The base positions of ``rows`` (of the base's columns, their :func:`row_keys` ``keys``)

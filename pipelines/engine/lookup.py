@@ -70,29 +70,32 @@ def counted(column: pa.Array | pa.ChunkedArray, values: pa.Array,
 _FEW = 16
 #: ... once scanning the values for such lookups has cost what building the hash costs: about
 #: this many scans (measured: 12-25 ms to index 215,000 IRIs by hash, :class:`HashIndex`, whose
-#: kernels are C; 6-10 ms to scan them for 3,300 values, and 1 ms to find those by the hash). A
-#: table looked up once a batch (a change's rows found in a path view) is hashed at its third
-#: batch; one looked up at every round of a path walk at once.
+#: kernels are C; 6-10 ms to scan them for 3,300 values, and 1 ms to find those by the hash): the
+#: default of a column whose future lookups are unknown (a table read for one batch). A run's held
+#: tables (:mod:`.held`) are looked up by the same columns at every batch, and hash at once.
 _BUY = 2
 
 
 class Lookup:
     """The row positions of each value of one string column."""
 
-    def __init__(self, column: pa.ChunkedArray | pa.Array) -> None:
+    def __init__(self, column: pa.ChunkedArray | pa.Array, buy: int = _BUY) -> None:
+        """The index of ``column``, whose values are hashed once lookups of few of them have
+        scanned them ``buy`` times (:data:`_BUY`; 0: at the first)."""
         column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         encoded = pc.dictionary_encode(column)
         codes = encoded.indices.to_numpy(zero_copy_only=False)
         starts = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=len(encoded.dictionary)))])
-        self._index(encoded.dictionary, np.argsort(codes, kind="stable"), starts, None, 0)
+        self._index(encoded.dictionary, np.argsort(codes, kind="stable"), starts, None, 0, buy)
 
     def _index(self, values: pa.Array, order: np.ndarray, starts: np.ndarray, hashed: HashIndex | None,
-               scanned: int) -> None:
+               scanned: int, buy: int) -> None:
         self.values = values
         self.order = order                  # the rows by code
         self.starts = starts                # each code's first entry in ``order``
         self._codes = hashed
         self._scanned = scanned             # values scanned for few wanted ones, while not hashed
+        self._buy = buy                     # scans of the values before they are hashed
         self._hashing = threading.Lock()     # threads looking the column up build its hash once
 
     def extended(self, kept: np.ndarray | None, added: pa.ChunkedArray) -> "Lookup":
@@ -117,7 +120,7 @@ class Lookup:
         if 2 * np.count_nonzero(count) < len(values):
             all_codes = np.empty(len(order), np.int64)
             all_codes[order] = by_code
-            afresh = Lookup(values.take(np.concatenate([all_codes, codes])))
+            afresh = Lookup(values.take(np.concatenate([all_codes, codes])), self._buy)
             afresh._scanned = self._scanned     # the column is looked up as often as before
             return afresh
         starts = np.concatenate([[0], np.cumsum(count)])
@@ -130,7 +133,7 @@ class Lookup:
         merged[np.arange(len(codes)) - added_starts[code] + starts[code] + held[code]] = len(order) + sorted_added
         later = Lookup.__new__(Lookup)
         later._index(values, merged, starts, None if self._codes is None else self._codes.extended(values),
-                     self._scanned)
+                     self._scanned, self._buy)
         return later
 
     def _numbered(self, added: pa.Array) -> tuple[np.ndarray, pa.Array]:
@@ -193,12 +196,12 @@ class Lookup:
     def codes_of(self, wanted: pa.Array) -> np.ndarray:
         """The codes of the values of ``wanted`` the column holds. Few values are looked up in a
         hash of the column's values, built once scanning for them has cost about as much
-        (:data:`_BUY`) and kept with the index (then a batch's lookups each cost what they find,
+        (``buy`` scans, :data:`_BUY`) and kept with the index (then a batch's lookups each cost what they find,
         not the column); many, and few until then, are probed the other way: the values scanned
         against a hash of ``wanted``. (Arrow's ``index_in`` would hash every value of the column
         at every call.)"""
         if len(wanted) * _FEW < len(self.values):
-            if self._codes is None and self._scanned < _BUY * len(self.values):
+            if self._codes is None and self._scanned < self._buy * len(self.values):
                 self._scanned += len(self.values)   # (threads may lose a count: it only delays the hash)
             else:
                 codes = self._hash().positions(wanted)
