@@ -231,7 +231,7 @@ def test_an_index_carried_over_a_rebase_finds_what_a_fresh_one_finds():
             assert lookup.counts(wanted).tolist() == [column.to_pylist().count(v) for v in wanted.to_pylist()]
 
     column = pa.array([f"x{rng.randrange(50)}" for _ in range(300)], pa.string())
-    lookup = Lookup(column)
+    lookup = Lookup(column, buy=8)      # scanned through the first steps, hashed in later ones
     hashed = []
     for step in range(40):
         (later, later_column), before = extend(lookup, column, step), (lookup, column)
@@ -249,6 +249,23 @@ def test_an_index_carried_over_a_rebase_finds_what_a_fresh_one_finds():
     for wanted in ("y3", "y2", "z1", "x1"):
         assert twice.positions_of(twice.codes_of(pa.array([wanted]))).tolist() == \
             np.flatnonzero(pc.equal(column, wanted).to_numpy(zero_copy_only=False)).tolist()
+
+
+def test_an_index_hashes_its_values_after_the_scans_it_is_told():
+    """A column's index scans its values for lookups of few of them ``buy`` times, then hashes
+    them (a table read for one batch: two scans); with ``buy=0`` (a run's held tables, looked up
+    at every batch) the first such lookup hashes them. Lookups of many values always scan."""
+    from pipelines.engine.lookup import Lookup
+
+    column = pa.array([f"x{i % 100}" for i in range(400)], pa.string())
+    few, many = pa.array(["x1", "x2"]), pa.array([f"x{i}" for i in range(50)])
+    for buy in (0, 2):
+        lookup = Lookup(column, buy=buy)
+        lookup.codes_of(many)
+        assert lookup._codes is None
+        for scans in range(buy):
+            assert sorted(lookup.codes_of(few).tolist()) == [1, 2] and lookup._codes is None
+        assert sorted(lookup.codes_of(few).tolist()) == [1, 2] and lookup._codes is not None
 
 
 def test_a_table_read_whole_counts_each_values_rows_as_consolidated():
