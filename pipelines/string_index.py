@@ -1,4 +1,4 @@
-"""Strings hashed and looked up in numpy, from their Arrow buffers: no Python string per value.
+"""Strings hashed and looked up from their Arrow buffers, in C and numpy: no Python string per value.
 
 Terms are strings everywhere in the lake, and a batch finds many of them in large columns: the
 stored rows of a change's keys, the codes of a walk's vertices, the rows a MERGE touches. Done

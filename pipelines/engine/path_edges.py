@@ -231,7 +231,7 @@ def times(terms: pa.ChunkedArray | pa.Array) -> np.ndarray:
 class Terms:
     """The vertices a step meets, numbered in the order it meets them: its walks, trees and moves
     are arrays of these numbers, and strings come back only for the rows it writes. The numbered
-    strings are found by hash (:class:`~pipelines.string_index.HashTable`, in numpy), not in a
+    strings are found by hash (:class:`~pipelines.string_index.HashTable`, probed in C), not in a
     ``dict``: a Python lookup per value held the GIL, which the batch's other walks and writes
     wait on (a sixth of a 10,000-edge batch's path steps at 1M edges).
 
