@@ -28,19 +28,22 @@ static inline uint64_t mix(uint64_t x) {
 
 static inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
+/* One 8-byte word of a string multiplied into the running state. */
+static inline uint64_t step(uint64_t h, uint64_t w) {
+    return rotl(h ^ (w * 0x87C37B91114253D5ULL), 31) * 0x4CF5AD432745937FULL;
+}
+
 static uint64_t hash_bytes(const unsigned char *p, uint64_t n) {
     uint64_t h = 0x6C616B6567726170ULL ^ (n * 0x9E3779B97F4A7C15ULL);
     uint64_t w;
-    while (n >= 8) {
+    for (; n >= 8; p += 8, n -= 8) {
         memcpy(&w, p, 8);
-        h = rotl(h ^ (w * 0x87C37B91114253D5ULL), 31) * 0x4CF5AD432745937FULL;
-        p += 8;
-        n -= 8;
+        h = step(h, w);
     }
     if (n) {
         w = 0;
         memcpy(&w, p, n);
-        h = rotl(h ^ (w * 0x87C37B91114253D5ULL), 31) * 0x4CF5AD432745937FULL;
+        h = step(h, w);
     }
     return mix(h);
 }

@@ -80,8 +80,8 @@ def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
 class HashTable:
     """Rows by a 64-bit hash: an open-addressing hash table (linear probing) in two numpy arrays,
     a slot's hash and row, probed and filled by C kernels (:mod:`pipelines._kernels`) with the GIL
-    released. Each wanted hash is a probe or two, where a binary search in sorted
-    hashes cost ~25 cache misses per hash (the search was most of a 10,000-edge batch's merges
+    released. Each wanted hash is a probe or two, where a binary search in sorted hashes cost
+    ~25 cache misses per hash (the search was most of a 10,000-edge batch's merges
     into eleven path queries' 27M answers, and a third of finding a batch's terms in a column's
     values). Rows whose hashes collide each have a slot, all found along the probe chain, so a
     caller compares the values of the rows it finds. A consolidated table's live rows by
@@ -116,7 +116,8 @@ class HashTable:
     def insert(self, hashes: np.ndarray, rows: np.ndarray) -> None:
         """New keys' ``hashes`` (from different keys) and their ``rows``, each in a slot of its own."""
         self.filled += len(rows)
-        table_insert(self.hash, self.row, np.ascontiguousarray(hashes, np.uint64), np.ascontiguousarray(rows, np.int64))
+        table_insert(self.hash, self.row, np.ascontiguousarray(hashes, np.uint64),
+                     np.ascontiguousarray(rows, np.int64))
 
     def rebuilt(self, live: np.ndarray | None, more: int) -> "HashTable":
         """This table with room for ``more`` rows: itself, or, once it would be half full, a new

@@ -263,7 +263,7 @@ def test_an_index_hashes_its_values_after_the_scans_it_is_told():
         lookup = Lookup(column, buy=buy)
         lookup.codes_of(many)
         assert lookup._codes is None
-        for scans in range(buy):
+        for _ in range(buy):
             assert sorted(lookup.codes_of(few).tolist()) == [1, 2] and lookup._codes is None
         assert sorted(lookup.codes_of(few).tolist()) == [1, 2] and lookup._codes is not None
 

@@ -107,8 +107,9 @@ def _hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Each value's hash: equal values (nulls too) hash alike within a process. Strings (a key
     column's terms) are hashed in C from their buffers (:func:`string_hashes`: 2.5 ms for
     100,000 IRIs, with the GIL released, where Python's ``hash`` of each distinct one held it
-    while the batch's other threads waited). Other values are dictionary-encoded and each distinct one hashed by Python
-    once (no hash outlives the process: it is only compared with others made in it)."""
+    while the batch's other threads waited). Other values are dictionary-encoded and each
+    distinct one hashed by Python once (no hash outlives the process: it is only compared with
+    others made in it)."""
     if is_string_like(values.type):
         return string_hashes(values)
     values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
