@@ -43,7 +43,7 @@ from views.paths import PathPattern, path_text
 
 from .__main__ import _Parser, _ints, _positive, _ratio
 from .lubm import MessageWriter, write_ntriples
-from .machine import machine_info
+from .machine import machine_info, speed_probe
 from .runner import QUERY_DIR, RESULTS_DIR, Disagreement, Records, check, run_command
 from .snb import SocialGraph
 from .systems import BatchTiming, BenchQuery, Lakegraph, Oxigraph, SparkRecompute, bgp_sql
@@ -243,12 +243,13 @@ def run(settings: Settings, spark: SparkSource, work: Path, command: str, log: C
                 "delete_ratio": batch.delete_ratio, "number": batch.number, "edges_after": batch.edges_after}
         line = []
         for system in incremental:
+            probe = speed_probe()
             cpu = time.process_time()
             timing = system.apply(batch.path)
             cpu_s = time.process_time() - cpu
             records.add({**base, "system": system.name, "seconds": timing.seconds, "cpu_s": cpu_s,
                          "commits": timing.commits, "parts": timing.parts, "stats": timing.stats,
-                         "load_1m": os.getloadavg()[0]})
+                         "load_1m": os.getloadavg()[0], "probe_ms": [probe, speed_probe()]})
             line.append(f"{system.name} {timing.seconds:.2f}s (CPU {cpu_s:.2f}s)")
         if ox:
             check([lake, ox], queries, where)

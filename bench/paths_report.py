@@ -154,7 +154,8 @@ def _parts(records: list[dict]) -> list[str]:
         commits = _median(lake, lambda r: r.get("commits"))
         read = _median(lake, lambda r: r["stats"].get("file_rows_read", 0) + r["stats"].get("memory_rows_read", 0)
                        if "file_rows_read" in r["stats"] else None)
-        rows.append([f"{size:,}", f"{ratio:.0%}",
+        probes = [ms for r in lake for ms in r.get("probe_ms", ())]
+        rows.append([f"{size:,}", f"{ratio:.0%}", f"{min(probes):.0f}-{max(probes):.0f}" if probes else "·",
                      _ms(statistics.median(r["parts"]["ingest"] for r in lake)),
                      _ms(statistics.median(r["parts"]["run"] for r in lake)), _cpu(lake),
                      "·" if commits is None else f"{commits:,.0f}", "·" if read is None else f"{read:,.0f}",
@@ -164,7 +165,7 @@ def _parts(records: list[dict]) -> list[str]:
                      _cpu(ox),
                      _ms(statistics.median(r["parts"]["apply"] for r in spark)) if spark else "·",
                      str(max(rounds.values())) if rounds else "·"])
-    return _table(["batch", "deletions", "lakegraph ingest ms", "lakegraph run ms", "lakegraph CPU s",
+    return _table(["batch", "deletions", "speed probe ms", "lakegraph ingest ms", "lakegraph run ms", "lakegraph CPU s",
                    "lakegraph commits", "lakegraph state rows read", "answer changes", "pyoxigraph update ms",
                    "pyoxigraph 11 queries ms", "pyoxigraph CPU s", "Spark merge ms", "Spark rounds (longest path)"],
                   rows)
@@ -232,6 +233,9 @@ def markdown(records: list[dict]) -> str:
              *_once(records),
              "## Where the time goes (medians)", "",
              *_parts(records), "",
+             "Speed probe: this machine's speed around lakegraph's batches (`bench.machine.speed_probe`, a "
+             "fixed Python loop before and after each, lower is faster; the shared host drifts by 1.5x within "
+             "the hour, and every figure of a batch with it). "
              "CPU s: the process's CPU seconds over the batch (every thread: delta-rs commits in Rust, Arrow), "
              "next to the wall-clock figures, which other processes on the machine can stretch. Commits: Delta "
              "commits per batch over every table of the lake. State rows read: rows the batch read from the "
