@@ -102,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory (default bench/results)")
     p.add_argument("--work", type=Path, help="keep lakes and landing files here (default: a temporary directory)")
     p.add_argument("--engine", choices=["auto", "arrow", "spark"], default="auto",
-                   help="lakegraph's Z-set engine (default auto: arrow in process for these batch sizes)")
+                   help="lakegraph's Z-set engine, for its registrations and its batches (default auto: "
+                   "arrow in process for these batch sizes on a local master)")
     p.add_argument("--storage", choices=["delta-rs", "delta-spark"], default="delta-rs",
                    help="lakegraph's storage backend (default delta-rs)")
     p.add_argument("--master", default="local[2]", help="Spark master (default local[2])")

@@ -146,8 +146,10 @@ class Lakegraph:
         return _timed(lambda: ingest_paths(self.store, [str(nt_path)]))[0]
 
     def register(self, queries: list[BenchQuery]) -> float:
+        """Register ``queries`` one after the other, each backfilled on the engine ``--engine``
+        names (as ``lakegraph register --engine`` does: ``auto`` takes Spark on a cluster)."""
         self.queries = queries
-        return sum(_timed(lambda q=q: register(self.store, self.spark, q.plan))[0] for q in queries)
+        return sum(_timed(lambda q=q: register(self.store, self.spark, q.plan, self.engine))[0] for q in queries)
 
     def apply(self, batch_path: Path) -> BatchTiming:
         ingest_s = _timed(lambda: ingest_paths(self.store, [str(batch_path)]))[0]

@@ -8,9 +8,11 @@ from types import SimpleNamespace
 import pytest
 
 from bench.__main__ import main
-from bench.lubm import UpdateStream, generate
+from bench.lubm import UpdateStream, generate, write_ntriples
+from bench.measure import spark_jobs
 from bench.report import write_report
 from bench.runner import QUERY_DIR, Config, Disagreement, check, run_benchmark
+from bench.systems import BenchQuery, Lakegraph
 
 
 def test_generator_is_deterministic_and_scale_stable():
@@ -73,6 +75,18 @@ def test_a_run_with_fewer_systems_checks_and_reports_those(spark, tmp_path):
     records = run_benchmark(config, spark, log=lambda _line: None)
     assert sorted(r["system"] for r in records if r["kind"] == "batch") == ["duckdb", "lakegraph"]
     assert write_report(records, out) and "| all |" in (out / "results.md").read_text()
+
+
+@pytest.mark.parametrize("engine, spark_ran", [("arrow", False), ("spark", True)])
+def test_lakegraph_registers_on_the_engine_the_run_names(spark, tmp_path, engine, spark_ran):
+    """``--engine`` decides the registrations' backfills too, as ``lakegraph register --engine``
+    does: on a local master ``auto`` would take Arrow (no Spark job) for both."""
+    lake = Lakegraph(spark, tmp_path / "lake", engine)
+    lake.load(write_ntriples(tmp_path / "g.nt", generate(1, departments=1, seed=0).triples))
+    with spark_jobs(spark) as jobs:
+        lake.register([BenchQuery.from_file(QUERY_DIR / "product.rq")])
+    assert (jobs.count > 0) == spark_ran
+    assert sum(lake.answers("product").values()) > 0
 
 
 def test_smoke_four_systems_agree_and_outputs_exist(spark, tmp_path):
