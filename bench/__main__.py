@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from .runner import OTHERS, QUERY_DIR, RESULTS_DIR, Config, Disagreement
+from .runner import OTHERS, QUERY_DIR, RESULTS_DIR, Config, exit_status
 
 
 class _Parser(argparse.ArgumentParser):
@@ -135,27 +135,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.generate_only:
         _generate_only(config, args.generate_only)
         return 0
-    try:
-        from pipelines.spark import get_spark, parse_conf
+    return exit_status("bench", lambda: _run(args.master, args.conf, config), kept=config.out / "results.jsonl")
 
-        from .report import write_report
-        from .runner import run_benchmark
 
-        spark = get_spark(args.master, parse_conf(args.conf), app_name="lakegraph-bench")
-        records = run_benchmark(config, spark)
-        for path in write_report(records, config.out):
-            print(path)
-    except KeyboardInterrupt:
-        print("bench: interrupted", file=sys.stderr)
-        return 130
-    except Disagreement as exc:
-        print(f"bench: error: {exc} (raw figures so far: {config.out / 'results.jsonl'})", file=sys.stderr)
-        return 1
-    except Exception as exc:  # one readable line
-        first = str(exc).strip().splitlines()
-        print(f"bench: error: {type(exc).__name__}: {first[0] if first else ''}", file=sys.stderr)
-        return 1
-    return 0
+def _run(master: str, conf: list[str] | None, config: Config) -> None:
+    """The run ``config`` describes on a session of ``master``, then its report's paths printed."""
+    from pipelines.spark import get_spark, parse_conf
+
+    from .report import write_report
+    from .runner import run_benchmark
+
+    spark = get_spark(master, parse_conf(conf), app_name="lakegraph-bench")
+    for path in write_report(run_benchmark(config, spark), config.out):
+        print(path)
 
 
 if __name__ == "__main__":

@@ -83,20 +83,28 @@ def run_command(prog: str, work: Path | None, prefix: str,
     folder = work or Path(tempfile.mkdtemp(prefix=prefix))
     log = lambda line: print(line, file=sys.stderr, flush=True)   # noqa: E731
     try:
-        print(body(folder, log))
+        return exit_status(prog, lambda: print(body(folder, log)))
+    finally:
+        if work is None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def exit_status(prog: str, call: Callable[[], object], kept: Path | None = None) -> int:
+    """``call()``'s exit status as a benchmark command's: 0, or after one line on stderr 130 for
+    an interruption and 1 for a disagreement (naming ``kept``, the raw figures a run wrote before
+    it, when given) or any other failure."""
+    try:
+        call()
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130
     except Disagreement as exc:
-        print(f"{prog}: disagreement: {exc}", file=sys.stderr)
+        print(f"{prog}: disagreement: {exc}" + (f" (raw figures so far: {kept})" if kept else ""), file=sys.stderr)
         return 1
     except Exception as exc:  # one readable line
         first = str(exc).strip().splitlines()
         print(f"{prog}: error: {type(exc).__name__}: {first[0] if first else ''}", file=sys.stderr)
         return 1
-    finally:
-        if work is None:
-            shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 
