@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import contextmanager
 from fractions import Fraction
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyoxigraph as ox
@@ -81,12 +82,42 @@ def term_value(term: str | None) -> object:
     return datatype, float(f"{float(n.value):.9g}")
 
 
-def replay_stream(store, spark, engine: str, plans: dict, late: set[str], stream, batches: int,
+#: The Spark engine with every batch on its SQL plan. On ``spark`` a test's batches, all small,
+#: run their queries' delta rules in executor tasks (:mod:`pipelines.engine.tasks`).
+SPARK_PLAN = "spark-plan"
+
+
+@contextmanager
+def placed(variant: str) -> Iterator[str]:
+    """The Z-set engine a replay ``variant`` (``arrow``, ``spark`` or :data:`SPARK_PLAN`) runs on,
+    placed as it says for the block."""
+    from pipelines.engine import tasks
+
+    with pytest.MonkeyPatch.context() as patch:
+        if variant == SPARK_PLAN:
+            patch.setattr(tasks, "TASKS_MAX_MESSAGES", -1)
+        yield variant.removesuffix("-plan")
+
+
+def check_placed(batch: dict, variant: str) -> None:
+    """A batch ran on the engine ``variant`` names, its queries in tasks exactly on ``spark``."""
+    assert batch["engine"] == variant.removesuffix("-plan")
+    assert (batch["tasks"] > 0) == (variant == "spark"), f"queries stepped in tasks on {variant}: {batch['tasks']}"
+
+
+def replay_stream(store, spark, variant: str, plans: dict, late: set[str], stream, batches: int,
                   script: Callable[[object, int], list[tuple[str, Triple]]], landing) -> list[tuple[int, frozenset, dict]]:
     """Register ``plans`` (those named in ``late`` after the first batch: a backfill), then run
-    ``batches`` batches on ``engine``, each the ``stream``'s next random batch followed by the
-    messages ``script(stream, i)`` gives (read off the graph as it stands), written under
-    ``landing``. Returns, per batch, ``(batch, graph, answers by query)`` for :func:`check_every_batch`."""
+    ``batches`` batches on the engine ``variant`` names (:func:`placed`), each the ``stream``'s
+    next random batch followed by the messages ``script(stream, i)`` gives (read off the graph as
+    it stands), written under ``landing``. Returns, per batch, ``(batch, graph, answers by
+    query)`` for :func:`check_every_batch`."""
+    with placed(variant) as engine:
+        return _replay_stream(store, spark, variant, engine, plans, late, stream, batches, script, landing)
+
+
+def _replay_stream(store, spark, variant: str, engine: str, plans: dict, late: set[str], stream, batches: int,
+                   script: Callable[[object, int], list[tuple[str, Triple]]], landing) -> list[tuple[int, frozenset, dict]]:
     from pipelines import answers as A
     from pipelines.engine.register import register
     from pipelines.engine.runner import Runner
@@ -108,7 +139,7 @@ def replay_stream(store, spark, engine: str, plans: dict, late: set[str], stream
                 register(store, spark, plans[name], engine=engine)
             runner = Runner(store, spark, engine=engine)
         report = runner.run()
-        assert report.batches[0]["engine"] == engine
+        check_placed(report.batches[0], variant)
         active = {q.plan.name for q in A.catalog.registered(store)}
         gold = {name: table_bag(A.answers(store, name), plans[name].projection) for name in active}
         history.append((report.batches[0]["batch"], frozenset(stream.graph), gold))

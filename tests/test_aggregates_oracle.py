@@ -30,7 +30,7 @@ from views.plan import compile_query
 from views.sparql import parse_query
 from views.terms import split_literal
 
-from .oracle import changes_bag, check_every_batch, on_spark, replay_stream, table_bag, term_value
+from .oracle import SPARK_PLAN, changes_bag, check_every_batch, on_spark, replay_stream, table_bag, term_value
 from .streams import ENTITIES, PREFIXES, XSD, Stream, candidate_triples, iri
 
 QUERIES = {
@@ -78,9 +78,9 @@ SPARK_QUERIES = ("scores", "having", "rare", "distinct", "ratio", "distinct_coun
 
 def cases(wanted: Callable[[str], bool] = lambda name: True) -> list:
     """(replay, query) parameter sets: every query on Arrow, plain and with its tables MERGEd by
-    deletion vectors, and the representative few on Spark."""
+    deletion vectors, and the representative few on Spark, in executor tasks and on the SQL plan."""
     return [("arrow", name) for name in sorted(QUERIES) if wanted(name)] \
-        + [on_spark("spark", name) for name in SPARK_QUERIES if wanted(name)] \
+        + [on_spark(spark, name) for spark in ("spark", "spark_plan") for name in SPARK_QUERIES if wanted(name)] \
         + [("arrow_vectors", name) for name in sorted(QUERIES) if wanted(name)]
 
 
@@ -135,6 +135,11 @@ def arrow_replay(tmp_path_factory, no_spark):
 @pytest.fixture(scope="module")
 def spark_replay(tmp_path_factory, spark):
     return _replay("spark", SPARK_QUERIES, tmp_path_factory.mktemp("aggregates"), spark)
+
+
+@pytest.fixture(scope="module")
+def spark_plan_replay(tmp_path_factory, spark):
+    return _replay(SPARK_PLAN, SPARK_QUERIES, tmp_path_factory.mktemp("aggregates"), spark)
 
 
 @pytest.fixture(scope="module")

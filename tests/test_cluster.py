@@ -1,8 +1,8 @@
 """lakegraph on a real standalone Spark cluster (a master and two workers, separate JVMs started
 from PySpark's own launcher): the example lake's batch runs with ``--master spark://...`` and
-``--engine spark`` (so its joins and its aggregate run on the workers' executors, and the driver
-commits what they give with delta-rs, the storage auto takes), and its answers and changes equal
-those of the same lake run in process. One application on the cluster keeps the test short (its
+``--engine spark`` (so each query's delta rules run in a task on the workers' executors, which
+open the lake themselves, and the driver commits what they give with delta-rs, the storage auto
+takes), and its answers and changes equal those of the same lake run in process. One application on the cluster keeps the test short (its
 cold JVMs take most of its time); the lake is made once, then copied."""
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from pipelines.lake import BatchLog
 from pipelines.ops.cluster import standalone_cluster
+from pipelines.storage import open_store
 
 from .lakes import snapshot
 from .processes import LAKEGRAPH
@@ -50,6 +52,8 @@ def test_a_lake_run_on_a_standalone_cluster_equals_one_run_in_process(tmp_path):
     assert _answers(remote) == _answers(local)
     assert all(_answers(local).values()), "a query had no answers or no changes"
     assert apps, "no executor ran on the workers"
+    done = BatchLog(open_store(str(remote), None, backend="delta-rs")).records("done")
+    assert [(r.stats["engine"], r.stats["tasks"]) for r in done if "engine" in r.stats] == [("spark", len(QUERIES))]
     commits = sorted((remote / "gold_teaching" / "_delta_log").glob("*.json"))
     info = json.loads(commits[-1].read_text(encoding="utf-8").splitlines()[0])["commitInfo"]
     # committed from the driver by the delta-rs backend (by the store itself, or through delta-rs), not by Spark

@@ -1,4 +1,5 @@
-"""The BGP engine against pyoxigraph, on both Z-set engines (Arrow in process, Spark): after EVERY batch, every query's answers equal the oracle's
+"""The BGP engine against pyoxigraph, on both Z-set engines (Arrow in process, Spark in executor tasks and as
+one SQL plan): after EVERY batch, every query's answers equal the oracle's
 on that snapshot (as bags); time travel to each earlier batch gives that batch's answers; the sum of
 the answer changes equals the answers. Streams mix inserts, deletes, re-inserts and no-op updates."""
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pipelines.storage import delta_rs
 from views.plan import compile_query
 from views.sparql import parse_query
 
-from .oracle import changes_bag, check_every_batch, on_spark, table_bag
+from .oracle import SPARK_PLAN, changes_bag, check_every_batch, check_placed, on_spark, placed, table_bag
 from .streams import PREFIXES, Stream, iri
 
 QUERIES = {
@@ -54,26 +55,32 @@ def plan_of(name: str):
     return compile_query(parse_query(PREFIXES + QUERIES[name], name), name)
 
 
-@pytest.fixture(scope="module", params=["arrow", on_spark("spark"), "arrow-vectors"])
+@pytest.fixture(scope="module", params=["arrow", on_spark("spark"), on_spark(SPARK_PLAN), "arrow-vectors"])
 def replay(request, tmp_path_factory):
     """Ingest and run six batches on one Z-set engine, recording each query's answers after each
-    (and the Spark jobs each batch ran). ``arrow-vectors``: the Arrow engine with every
-    consolidated table (gold, partial embeddings, bags) MERGEd by deletion vectors, as a table of
-    more than ``REWRITE_MAX_ROWS`` is. The Arrow engine's replays have no Spark session at all
-    (``no_spark``): their FILTERs are decided in process."""
-    engine = request.param.removesuffix("-vectors")
-    spark = request.getfixturevalue("spark" if engine == "spark" else "no_spark")
+    (and the Spark jobs each batch ran). ``spark`` runs the queries in executor tasks,
+    ``spark-plan`` as one SQL plan (:func:`tests.oracle.placed`). ``arrow-vectors``: the Arrow
+    engine with every consolidated table (gold, partial embeddings, bags) MERGEd by deletion
+    vectors, as a table of more than ``REWRITE_MAX_ROWS`` is. The Arrow engine's replays have no
+    Spark session at all (``no_spark``): their FILTERs are decided in process."""
+    variant = request.param.removesuffix("-vectors")
+    spark = request.getfixturevalue("spark" if variant.startswith("spark") else "no_spark")
     with pytest.MonkeyPatch.context() as patch:
         if request.param.endswith("-vectors"):
             patch.setattr(held_bags, "REWRITE_MAX_ROWS", -1)
             patch.setattr(delta_rs, "VECTOR_MERGE_ROWS", 0)
-        replayed = _replay(engine, tmp_path_factory, spark)
+        replayed = _replay(variant, tmp_path_factory, spark)
         if request.param.endswith("-vectors"):     # the path was taken: rows were marked deleted
             assert list(Path(replayed[0].root).glob("gold_*/deletion_vector_*.bin"))
         yield replayed
 
 
-def _replay(engine, tmp_path_factory, spark):
+def _replay(variant, tmp_path_factory, spark):
+    with placed(variant) as engine:
+        return _replay_on(variant, engine, tmp_path_factory, spark)
+
+
+def _replay_on(variant, engine, tmp_path_factory, spark):
     from pipelines.storage import open_store
 
     root = tmp_path_factory.mktemp("oracle")
@@ -94,7 +101,8 @@ def _replay(engine, tmp_path_factory, spark):
         with spark_jobs(spark) as counted:
             report = Runner(store, spark, engine=engine).run()
         jobs.append(counted.count)
-        assert len(report.batches) == 1 and report.batches[0]["engine"] == engine
+        assert len(report.batches) == 1
+        check_placed(report.batches[0], variant)
         batch = report.batches[0]["batch"]
         active = {q.plan.name for q in A.catalog.registered(store)}
         gold = {name: table_bag(A.answers(store, name), plans[name].projection) for name in active}
@@ -124,9 +132,11 @@ def test_time_travel_and_changes_sum(replay, name):
 
 
 def test_a_batch_is_a_handful_of_spark_jobs_on_either_engine(replay, request):
-    """Sixteen queries. On Spark: the probe's job (the views' pushed FILTERs decided in process), one
-    for every delta rule, and one per sum over a ground pattern (Spark runs a sum without grouping
-    columns as a scalar subquery, a job of its own), not a job per join, shuffle stage or
-    broadcast, which made dozens (docs/engines.md). On Arrow: none, FILTERs included."""
-    on_spark_engine = request.node.callspec.params["replay"] == "spark"
-    assert max(replay[3]) <= (10 if on_spark_engine else 0), f"Spark jobs per batch: {replay[3]}"
+    """Sixteen queries. On Spark in executor tasks: one job, a task per query. On Spark's SQL plan:
+    the probe's job (the views' pushed FILTERs decided in process), one for every delta rule, and
+    one per sum over a ground pattern (Spark runs a sum without grouping columns as a scalar
+    subquery, a job of its own), not a job per join, shuffle stage or broadcast, which made dozens
+    (docs/engines.md). On Arrow: none, FILTERs included."""
+    variant = request.node.callspec.params["replay"]
+    most = {"spark": 1, SPARK_PLAN: 10}.get(variant, 0)
+    assert max(replay[3]) <= most, f"Spark jobs per batch: {replay[3]}"

@@ -28,7 +28,7 @@ from pipelines.storage import open_store
 from views.plan import compile_query
 from views.sparql import parse_query
 
-from .oracle import changes_bag, check_every_batch, on_spark, replay_stream, table_bag
+from .oracle import SPARK_PLAN, changes_bag, check_every_batch, on_spark, replay_stream, table_bag
 from .streams import PREFIXES, Stream, iri
 
 NODES = [iri(f"n{i}") for i in range(8)]
@@ -72,7 +72,8 @@ SHARING = {"shared_walk": "q1", "shared_inverse": "inverse_plus", "q7": "q3", "i
 #: queries with a star whose walk is that of a plus (another query's, or its own)
 WALKING = {"q1": "plus_of_q1", "star_and_plus": "star_and_plus", "q4": "plus_of_q4"}
 SPARK_QUERIES = ("q2", "q9", "negated_both", "mixed")   # the Spark engine runs a representative four
-CASES = [("arrow", name) for name in sorted(QUERIES)] + [on_spark("spark", name) for name in SPARK_QUERIES]
+CASES = [("arrow", name) for name in sorted(QUERIES)] \
+    + [on_spark(spark, name) for spark in ("spark", "spark_plan") for name in SPARK_QUERIES]
 #: registered after data exists: a backfill (of a star and its plus together, or of a plus whose
 #: walk a registered star keeps already)
 LATE = {"q3", "two_way", "cycles", "star_and_plus", "plus_of_q4"}
@@ -130,6 +131,11 @@ def arrow_replay(tmp_path_factory, no_spark):
 @pytest.fixture(scope="module")
 def spark_replay(tmp_path_factory, spark):
     return _replay("spark", SPARK_QUERIES, tmp_path_factory.mktemp("paths"), spark)
+
+
+@pytest.fixture(scope="module")
+def spark_plan_replay(tmp_path_factory, spark):
+    return _replay(SPARK_PLAN, SPARK_QUERIES, tmp_path_factory.mktemp("paths"), spark)
 
 
 @pytest.mark.parametrize("replay,name", CASES, indirect=["replay"])

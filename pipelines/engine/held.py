@@ -36,7 +36,7 @@ from ..storage import TableStore, Txn
 from . import views_table
 from .arrow import consolidate, data_columns, holding
 from .merge_on_read import consolidated, folds, row_keys
-from .lookup import Find, Finder, Lookup, considered, counted, narrowest, take_holding
+from .lookup import Find, Finder, Lookup, considered, counted, finder, narrowest, take_holding
 from .path_graph import CodedAt, CodedGraph
 from .threads import Memo
 
@@ -392,3 +392,33 @@ class HeldTables:
             self.graph.committed(held.version, after.version, deltas)
         else:
             self.graph.forget()
+
+
+def batch_reads(store: TableStore, held: HeldTables, versions: Mapping[str, int],
+                names: set[str]) -> tuple[Callable[[str], pa.Table], Find]:
+    """How the Arrow engine reads a batch's state tables at the versions it started from (the
+    merge-on-read tables ``names`` consolidated, as ``held`` holds them) and finds their rows by
+    key (an index probe for those; for a table the store holds in memory at that version, its
+    lookup by the first key column; otherwise a filter of the table read whole)."""
+    def arrow(table: str) -> pa.Table:
+        if table in names:
+            return held.read(table, versions)
+        return store.read_arrow(table, versions.get(table))
+
+    indexed, filtered = held.finder(versions), finder(arrow)
+
+    def found(table: str, keys: Mapping[str, pa.Array], columns: list[str] | None) -> pa.Table:
+        if table in names:
+            return indexed(table, keys, columns)
+        version = versions.get(table)
+        column, *others = keys
+        rows = None if version is None else store.find_held(table, column, keys[column], version)
+        if rows is None:
+            return filtered(table, keys, columns)
+        if others:      # the store finds the rows by the first column
+            rows = rows.filter(holding(rows, {c: keys[c] for c in others}))
+        return rows if columns is None else rows.select(columns)
+
+    def counts(table: str, column: str, values: pa.Array) -> np.ndarray:
+        return (indexed if table in names else filtered).count(table, column, values)
+    return arrow, Finder(found, counts)

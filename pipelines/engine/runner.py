@@ -16,9 +16,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache, partial
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -31,13 +30,14 @@ from ..lake import (BATCH_APP, BRONZE, BRONZE_TO_DONE, SHARED_TABLES, WINDOW_STA
 from ..spark import SparkSource, master_of, session
 from ..storage import TableStore, Txn
 from ..storage.lock import writer
-from .arrow import ArrowZSets, holding
+from .arrow import ArrowZSets
 from .bgp import state_tables
-from .lookup import Find, Finder, finder
-from .held import HeldTables, held_tables
+from .lookup import Find
+from .held import HeldTables, batch_reads, held_tables
 from .held_bags import HeldBags
 from . import views_table
 from .spark import BATCH_CONF, PLAN_CONF, SparkZSets, where_arrow
+from . import tasks
 from .threads import each
 from .step import change_rows, commit, compute
 from .windowed import run_windowed, window_tables, write_windows
@@ -185,30 +185,8 @@ class Runner:
     def _engine(self, name: str, versions: dict[str, int], held: set[str]) -> tuple[ZSetEngine, Find]:
         """A Z-set engine reading every state table at the version the batch started from (the
         merge-on-read ``held`` tables consolidated, as the run holds them on Arrow), and how it
-        finds a table's rows by key (by an index probe for the ``held`` ones)."""
-        def arrow(table: str) -> pa.Table:
-            if table in held:
-                return self.held.read(table, versions)
-            return self.store.read_arrow(table, versions.get(table))
-
-        indexed, filtered = self.held.finder(versions), finder(arrow)
-
-        def found(table: str, keys: Mapping[str, pa.Array], columns: list[str] | None) -> pa.Table:
-            if table in held:
-                return indexed(table, keys, columns)
-            version = versions.get(table)
-            column, *others = keys
-            rows = None if version is None else self.store.find_held(table, column, keys[column], version)
-            if rows is None:
-                return filtered(table, keys, columns)
-            if others:      # the store finds the rows by the first column
-                rows = rows.filter(holding(rows, {c: keys[c] for c in others}))
-            return rows if columns is None else rows.select(columns)
-
-        def counts(table: str, column: str, values: pa.Array) -> np.ndarray:
-            return (indexed if table in held else filtered).count(table, column, values)
-        find = Finder(found, counts)
-
+        finds a table's rows by key (:func:`.held.batch_reads`)."""
+        arrow, find = batch_reads(self.store, self.held, versions, held)
         # one frame per table for the batch (its version is fixed): the Spark engine's delta rules
         # read a view once per rule that joins it, and building each read anew cost a third of
         # the py4j calls of a nine-query batch
@@ -310,6 +288,12 @@ class Runner:
             read_at = version if rows.num_rows == 0 else None
         return ran
 
+    def _in_tasks(self, engine: str, messages: int) -> bool:
+        """Whether a batch of ``messages`` runs its queries' delta rules in executor tasks
+        (:mod:`.tasks`): on the Spark engine, for a batch of at most ``TASKS_MAX_MESSAGES``, when the
+        executors can open the lake as the driver does (the delta-rs backend)."""
+        return engine == "spark" and messages <= tasks.TASKS_MAX_MESSAGES and self.store.backend == "delta-rs"
+
     def _rows_of(self, record: BatchRecord) -> pa.Table:
         feed = self.store.changes(BRONZE, record.bronze_from, record.bronze_to)
         seq = feed["seq"]
@@ -327,7 +311,13 @@ class Runner:
         held = held_tables(whole)
         self.held.track(catalog.graph_views(whole))
         z, find = self._engine(engine, versions, held)
-        step = compute(z, rows.select(["seq", "op", "s", "p", "o"]), whole, find, self.held.coded(versions))
+        messages = rows.select(["seq", "op", "s", "p", "o"])
+        stepped = partial(compute, z, messages, find=find, coded=self.held.coded(versions))
+        in_tasks = 0
+        if whole and self._in_tasks(engine, rows.num_rows):
+            step, in_tasks = tasks.compute_in_tasks(session(self._spark), self.store.root, messages, whole, versions, stepped)
+        else:
+            step = stepped(whole)
         changed = step.changed()
         writes = self.held.writes({t: changed.pop(t)[0] for t in held & set(changed)}, versions, txn)
         writes += self.bags.writes({t: rows for t, (rows, _) in changed.items()}, versions, txn)
@@ -335,7 +325,7 @@ class Runner:
         stats = {"batch": record.batch, "messages": rows.num_rows, "noops": step.noops,
                  "view_changes": sum(t.num_rows for t in step.view_deltas.values()),
                  "answer_changes": step.answer_changes(), "bronze_from": record.bronze_from,
-                 "bronze_to": record.bronze_to, "engine": engine, "windows": 0, "late": 0,
+                 "bronze_to": record.bronze_to, "engine": engine, "tasks": in_tasks, "windows": 0, "late": 0,
                  BRONZE_TO_DONE: record.stats.get(BRONZE_TO_DONE, False)}
         read_spark = lambda table: self.store.read(table, versions.get(table))   # noqa: E731
 

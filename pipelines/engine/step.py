@@ -90,9 +90,13 @@ class Step:
     views: list[ViewDef]
     view_deltas: dict[str, pa.Table]
     path_deltas: dict[str, pa.Table]            # path views' and reach tables' changes (non-empty)
-    noops: int
+    noop_seqs: set[int]                         # the messages that changed no view they matched
     state: dict[str, dict[str, pa.Table]]       # per query: its partial-embedding and bag changes
     gold: dict[str, pa.Table]                   # per query: its answer change
+
+    @property
+    def noops(self) -> int:
+        return len(self.noop_seqs)
 
     def answer_changes(self) -> int:
         return sum(int(pc.sum(pc.abs(g[MULT])).as_py() or 0) for g in self.gold.values())
@@ -121,7 +125,7 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Fin
     first): they only read what they share, and their joins release the GIL. Spark's are lazy
     plans, collected together below."""
     if not plans:
-        return Step([], {}, {}, 0, {}, {})
+        return Step([], {}, {}, set(), {}, {})
     views = catalog.distinct_views(plans)
     if z.name == "arrow":
         probed = probe_arrow(messages, views, lambda v, keys: z.lookup(v.id, keys, [(c, c) for c in v.columns]),
@@ -146,7 +150,7 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Fin
     deltas = {m.plan.name: m.delta({k: results[(m.plan.name, k)] for k in m.schemas()}) for m in maintainers}
     state = {m.plan.name: deltas[m.plan.name].state for m in maintainers}
     gold = {m.plan.name: unbind_stamps(m.plan, deltas[m.plan.name].gold) for m in maintainers}
-    return Step(views, changes.deltas, paths, len(changes.noop_seqs), state, gold)
+    return Step(views, changes.deltas, paths, changes.noop_seqs, state, gold)
 
 
 def commit(store: TableStore, changes: dict[str, pa.Table], txn: Txn, writes: Sequence[Callable[[], object]]) -> None:

@@ -1,0 +1,108 @@
+"""The Spark engine's placement for a small batch: each query's delta rules in an executor task.
+
+As one SQL statement (:mod:`.spark`) a batch's rules cost Spark a fixed price per operator: some
+470 common table expressions for the bench's ten queries, 4-6 s in the driver before the first
+task and 125 stages after it, whatever the batch's size (docs/engines.md), so at 1M triples a
+batch of 10,000 updates took as long as recomputing every query. A small batch touches few keys,
+and the Arrow kernels (:mod:`.arrow`) look those up instead of joining whole views. So on the
+Spark engine a batch of at most :data:`TASKS_MAX_MESSAGES` messages is one Spark job with a task
+per query: the task opens the lake (storage the executors share with the driver), reads the
+query's views and state tables at the versions the batch log recorded, and applies the batch's
+messages to them with the very delta rules of the driver's Arrow engine. The driver gathers the
+tasks' changes into one :class:`.step.Step` and commits it as any batch's (exactly once as
+before: the tasks only compute).
+
+A query whose FILTER or HAVING leaves a value to Spark SQL (:mod:`.conditions`; an executor has
+no session to ask) is run by the caller instead, on the SQL plan.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from views.plan import QueryPlan
+
+from .. import catalog
+from ..spark import LazySpark
+from ..storage import open_store
+from .arrow import ArrowZSets
+from .held import HeldTables, batch_reads, held_tables
+from .spark import where_arrow
+from .step import Step, compute
+
+#: The largest batch the Spark engine runs in tasks; a larger one is one SQL plan, whose joins
+#: the cluster spreads by key. The Arrow engine's limit in the driver (``ARROW_MAX_MESSAGES``),
+#: for the same reason: beyond it a batch's keys are a large part of its views.
+TASKS_MAX_MESSAGES = 200_000
+
+
+class _NeedsSparkSql(Exception):
+    """A condition left a value to Spark SQL, which a task cannot run."""
+
+
+def _no_session():
+    raise _NeedsSparkSql
+
+
+@dataclass(frozen=True)
+class _Task:
+    """What one task needs besides the batch's messages: the lake, a query, the versions it reads."""
+
+    root: str
+    plan: QueryPlan
+    versions: Mapping[str, int]
+
+
+def _run(task: _Task, messages: pa.Table) -> Step | None:
+    """In an executor: ``task``'s query stepped by the batch's ``messages`` on the Arrow engine,
+    over the lake as the batch log says the batch reads it (None when a condition needs Spark SQL)."""
+    store = open_store(task.root, None, backend="delta-rs")
+    held = HeldTables(store)
+    queries = [task.plan]
+    held.track(catalog.graph_views(queries))
+    read, find = batch_reads(store, held, task.versions, held_tables(queries))
+    z = ArrowZSets(read, lambda rows, condition: where_arrow(LazySpark(_no_session), rows, condition), find)
+    try:
+        return compute(z, messages, queries, find, held.coded(task.versions))
+    except _NeedsSparkSql:
+        return None
+
+
+def compute_in_tasks(spark: SparkSession, root: str, messages: pa.Table, plans: list[QueryPlan],
+                     versions: Mapping[str, int], rest: Callable[[list[QueryPlan]], Step]) -> tuple[Step, int]:
+    """:func:`.step.compute` for ``plans`` over the lake at ``root``, a task per query on
+    ``spark``'s executors (the queries with the most views first: they take longest; the messages
+    broadcast, one copy per executor), and ``rest`` for the queries a task could not decide.
+    Returns the step and how many queries the tasks stepped. The queries' views overlap: each
+    task computes the changes of its own, the same from the same messages and versions, and one
+    copy of each is kept."""
+    ordered = sorted(plans, key=lambda p: -len(p.views))
+    tasks = [_Task(root, plan, dict(versions)) for plan in ordered]
+    shared = spark.sparkContext.broadcast(messages)
+    try:
+        steps = spark.sparkContext.parallelize(tasks, len(tasks)).map(lambda t: _run(t, shared.value)).collect()
+    finally:
+        shared.destroy()
+    left = [plan for plan, step in zip(ordered, steps) if step is None]
+    done = [step for step in steps if step is not None] + ([rest(left)] if left else [])
+    return merged(done, plans), len(plans) - len(left)
+
+
+def merged(steps: list[Step], plans: list[QueryPlan]) -> Step:
+    """One step of the steps of disjoint sets of ``plans`` (their views' changes agree)."""
+    view_deltas: dict[str, pa.Table] = {}
+    path_deltas: dict[str, pa.Table] = {}
+    noops: set[int] = set()
+    state, gold = {}, {}
+    for step in steps:
+        for view, delta in step.view_deltas.items():
+            view_deltas.setdefault(view, delta)
+        for table, delta in step.path_deltas.items():
+            path_deltas.setdefault(table, delta)
+        noops |= step.noop_seqs
+        state.update(step.state)
+        gold.update(step.gold)
+    return Step(catalog.distinct_views(plans), view_deltas, path_deltas, noops, state, gold)

@@ -1,0 +1,45 @@
+"""The Spark engine's small batches in executor tasks (pipelines/engine/tasks.py): a task per query,
+one Spark job, and a query whose FILTER leaves a value to Spark SQL handed back to the SQL plan,
+the answers pyoxigraph's after every batch either way."""
+from __future__ import annotations
+
+from bench.measure import spark_jobs
+from pipelines import answers as A
+from pipelines.engine.register import register
+from pipelines.engine.runner import Runner
+from pipelines.ingest import ingest_paths
+from views.plan import compile_query
+from views.sparql import parse_query
+
+from .oracle import oracle_bag, table_bag
+from .streams import PREFIXES, Stream, iri
+
+QUERIES = {
+    "knows": "SELECT ?x ?y WHERE { ?x ex:knows ?y . ?y ex:type ex:Person }",
+    # "i" over non-ASCII text: Java and Python may read it differently, so Spark SQL decides
+    "labels": 'SELECT ?x ?l WHERE { ?x ex:label ?l FILTER(regex(?l, "^AB", "i")) }',
+}
+LABELS = ['"abé"', '"xyé"', '"ab"']
+
+
+def test_queries_step_in_tasks_and_an_undecided_filter_on_the_plan(store, spark, tmp_path):
+    stream = Stream(seed=3)
+    plans = {name: compile_query(parse_query(PREFIXES + text, name), name) for name, text in QUERIES.items()}
+    for plan in plans.values():
+        register(store, spark, plan, engine="spark")
+    runner = Runner(store, spark, engine="spark")
+    for i in range(3):
+        messages = stream.next_batch()
+        messages += [stream.message("+" if i < 2 else "-", (iri("a"), iri("label"), LABELS[i % 2]))]
+        messages += [stream.message("+", (iri("b"), iri("label"), LABELS[2]))] if i == 1 else []
+        ingest_paths(store, [str(Stream.write(tmp_path / f"b{i}.jsonl", messages))])
+        with spark_jobs(spark) as jobs:
+            batch, = runner.run().batches
+        # the labels query is handed back when a batch's rows hold non-ASCII labels (every
+        # batch here), the other stays in its task
+        assert (batch["engine"], batch["tasks"]) == ("spark", 1)
+        assert jobs.count >= 2      # the tasks' job, then the plan's
+        for name, plan in plans.items():
+            expected = oracle_bag(PREFIXES + QUERIES[name], stream.graph, plan.projection)
+            assert table_bag(A.answers(store, name), plan.projection) == expected, f"{name} after batch {i}"
+    assert table_bag(A.answers(store, "labels"), plans["labels"].projection)   # the FILTER kept some
