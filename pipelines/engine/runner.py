@@ -315,7 +315,7 @@ class Runner:
         stepped = partial(compute, z, messages, find=find, coded=self.held.coded(versions))
         in_tasks = 0
         if whole and self._in_tasks(engine, rows.num_rows):
-            step, in_tasks = tasks.compute_in_tasks(session(self._spark), self.store.root, messages, whole, versions, stepped)
+            step, in_tasks = tasks.compute_in_tasks(session(self._spark), self.store, messages, whole, versions, stepped)
         else:
             step = stepped(whole)
         changed = step.changed()

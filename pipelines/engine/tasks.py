@@ -18,7 +18,7 @@ no session to ask) is run by the caller instead, on the SQL plan.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Mapping, NoReturn
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -28,6 +28,7 @@ from views.plan import QueryPlan
 from .. import catalog
 from ..spark import LazySpark
 from ..storage import open_store
+from ..storage.delta_rs import DeltaRsStore, ReadCounts
 from .arrow import ArrowZSets
 from .held import HeldTables, batch_reads, held_tables
 from .spark import where_arrow
@@ -43,7 +44,8 @@ class _NeedsSparkSql(Exception):
     """A condition left a value to Spark SQL, which a task cannot run."""
 
 
-def _no_session():
+def _no_session() -> NoReturn:
+    """The session a task's conditions would start: none, on an executor."""
     raise _NeedsSparkSql
 
 
@@ -56,9 +58,10 @@ class _Task:
     versions: Mapping[str, int]
 
 
-def _run(task: _Task, messages: pa.Table) -> Step | None:
+def _run(task: _Task, messages: pa.Table) -> tuple[Step | None, ReadCounts]:
     """In an executor: ``task``'s query stepped by the batch's ``messages`` on the Arrow engine,
-    over the lake as the batch log says the batch reads it (None when a condition needs Spark SQL)."""
+    over the lake as the batch log says the batch reads it (None when a condition needs Spark
+    SQL), and what the task read."""
     store = open_store(task.root, None, backend="delta-rs")
     held = HeldTables(store)
     queries = [task.plan]
@@ -66,26 +69,30 @@ def _run(task: _Task, messages: pa.Table) -> Step | None:
     read, find = batch_reads(store, held, task.versions, held_tables(queries))
     z = ArrowZSets(read, lambda rows, condition: where_arrow(LazySpark(_no_session), rows, condition), find)
     try:
-        return compute(z, messages, queries, find, held.coded(task.versions))
+        step = compute(z, messages, queries, find, held.coded(task.versions))
     except _NeedsSparkSql:
-        return None
+        step = None
+    return step, store.reads
 
 
-def compute_in_tasks(spark: SparkSession, root: str, messages: pa.Table, plans: list[QueryPlan],
+def compute_in_tasks(spark: SparkSession, store: DeltaRsStore, messages: pa.Table, plans: list[QueryPlan],
                      versions: Mapping[str, int], rest: Callable[[list[QueryPlan]], Step]) -> tuple[Step, int]:
-    """:func:`.step.compute` for ``plans`` over the lake at ``root``, a task per query on
+    """:func:`.step.compute` for ``plans`` over the lake of ``store``, a task per query on
     ``spark``'s executors (the queries with the most views first: they take longest; the messages
     broadcast, one copy per executor), and ``rest`` for the queries a task could not decide.
-    Returns the step and how many queries the tasks stepped. The queries' views overlap: each
-    task computes the changes of its own, the same from the same messages and versions, and one
-    copy of each is kept."""
+    Returns the step and how many queries the tasks stepped; ``store`` counts the tasks' reads.
+    The queries' views overlap: each task computes the changes of its own, the same from the same
+    messages and versions, and one copy of each is kept."""
     ordered = sorted(plans, key=lambda p: -len(p.views))
-    tasks = [_Task(root, plan, dict(versions)) for plan in ordered]
+    tasks = [_Task(store.root, plan, dict(versions)) for plan in ordered]
     shared = spark.sparkContext.broadcast(messages)
     try:
-        steps = spark.sparkContext.parallelize(tasks, len(tasks)).map(lambda t: _run(t, shared.value)).collect()
+        results = spark.sparkContext.parallelize(tasks, len(tasks)).map(lambda t: _run(t, shared.value)).collect()
     finally:
         shared.destroy()
+    for _, reads in results:
+        store.count_reads(reads)
+    steps = [step for step, _ in results]
     left = [plan for plan, step in zip(ordered, steps) if step is None]
     done = [step for step in steps if step is not None] + ([rest(left)] if left else [])
     return merged(done, plans), len(plans) - len(left)

@@ -834,6 +834,14 @@ class DeltaRsStore:
         rows = placed.find(column, values, self.schema(name))
         return None if rows is None else self._from_memory(rows)
 
+    def count_reads(self, reads: ReadCounts) -> None:
+        """Count ``reads`` made for this store elsewhere: by the executors' tasks of a Spark-engine
+        batch (:mod:`pipelines.engine.tasks`), which open the lake themselves."""
+        with self._counting:
+            self.reads.file_rows += reads.file_rows
+            self.reads.file_bytes += reads.file_bytes
+            self.reads.memory_rows += reads.memory_rows
+
     def _from_memory(self, rows: pa.Table) -> pa.Table:
         """``rows``, read from what this store holds rather than from files: counted as such."""
         with self._counting:
