@@ -68,8 +68,8 @@ def category(table: str) -> str:
         return "views"
     if table.startswith("pe_"):
         return "partial_embeddings"
-    if table.startswith("gold_") and table.endswith("_changes"):
-        return "changes"
+    if table == "answer_changes" or (table.startswith("gold_") and table.endswith("_changes")):
+        return "changes"            # every query's, or (earlier lakes) a query's own
     if table.startswith("gold_"):
         return "gold"
     return table if table == "bronze" else "other"

@@ -14,8 +14,9 @@ from schemas import tables as S
 from schemas.terms import parse_term, term_to_sparql_json
 
 from . import catalog
+from .engine import answer_changes
 from .engine.arrow import consolidate
-from .lake import WINDOW_LOG, BatchLog, changes_table, gold_table
+from .lake import ANSWER_CHANGES, WINDOW_LOG, BatchLog, gold_table
 from .storage import StorageError, TableStore
 
 FORMATS = ("tsv", "csv", "json")
@@ -104,7 +105,7 @@ def window_answers(store: TableStore, name: str, row: dict) -> pa.Table:
     left (the log's ``gold_version``) minus the answer changes of the later windows of that batch
     (a batch commits gold once, with the RStream of its last window)."""
     gold = store.read_arrow(gold_table(name), row["gold_version"])
-    changes = store.read_arrow(changes_table(name))
+    changes = answer_changes.of_query(store.read_arrow(ANSWER_CHANGES), catalog.lookup(store, name).plan)
     later = changes.filter(pc.and_(pc.equal(changes[S.BATCH], pa.scalar(row["batch"], pa.int64())),
                                    pc.greater(changes[S.WINDOW], pa.scalar(row["window"], pa.int64()))))
     if later.num_rows == 0:
@@ -128,7 +129,10 @@ def answers(store: TableStore, name: str, batch: int | None = None, when: dateti
 def changes(store: TableStore, name: str, since_batch: int | None = None) -> pa.Table:
     """The query's answer changes (after ``since_batch`` when given), in batch order."""
     query = catalog.lookup(store, name)
-    table = store.read_arrow(changes_table(name), batch_version(store, query, changes_table(name)))
+    table = answer_changes.of_query(store.read_arrow(ANSWER_CHANGES), query.plan)
+    last = BatchLog(store).last_done()
+    if last is not None:    # whole batches: one under way (or interrupted) appends before its done record
+        table = table.filter(pc.less_equal(table[S.BATCH], pa.scalar(last.batch, pa.int64())))
     order = [S.BATCH] + ([S.WINDOW] if S.WINDOW in table.column_names else []) + [S.SIGN]
     table = table.sort_by([(c, "ascending") for c in order])
     if since_batch is not None:  # sliced, not filtered: a Python value in pc.greater imports pandas

@@ -12,8 +12,8 @@ from views.path_views import PathDef
 from views.model import validate_name
 from views.plan import QueryPlan, ViewDef
 
-from .lake import (QUERIES, VIEWS, background_table, bag_table, buffer_table, changes_table, gold_table,
-                   legacy_state_table, now, pe_table, sums_table)
+from .lake import (QUERIES, VIEWS, background_table, bag_table, buffer_table, gold_table,
+                   legacy_changes_table, legacy_state_table, now, pe_table, sums_table)
 from .storage import TableStore
 
 Shared = TypeVar("Shared", ViewDef, PathDef)
@@ -103,9 +103,10 @@ def shared_storage(plans: list[QueryPlan]) -> list[str]:
 
 def owned_tables(plan: QueryPlan) -> list[str]:
     """Every table named after the query (the ones unregistering removes)."""
-    names = [gold_table(plan.name), changes_table(plan.name), bag_table(plan.name), sums_table(plan.name)]
+    names = [gold_table(plan.name), bag_table(plan.name), sums_table(plan.name)]
     names += [pe_table(plan.name, i) for i in range(len(plan.components))]
-    names += [buffer_table(plan.name), background_table(plan.name), legacy_state_table(plan.name)]
+    names += [buffer_table(plan.name), background_table(plan.name), legacy_state_table(plan.name),
+              legacy_changes_table(plan.name)]
     return names
 
 

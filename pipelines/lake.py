@@ -28,6 +28,8 @@ WINDOW_LOG = "window_log"
 WINDOW_STATE = "window_state"
 #: The views of every query over the whole graph: one table, so a batch writes them in one commit.
 VIEWS = "views"
+#: The answer changes of every query: one table, so a batch appends them all in one commit.
+ANSWER_CHANGES = "answer_changes"
 
 FIXED_TABLES: dict[str, pa.Schema] = {
     BRONZE: S.BRONZE,
@@ -38,6 +40,7 @@ FIXED_TABLES: dict[str, pa.Schema] = {
     WINDOW_LOG: S.WINDOW_LOG,
     WINDOW_STATE: S.WINDOW_STATE,
     VIEWS: S.VIEWS,
+    ANSWER_CHANGES: S.ANSWER_CHANGES,
 }
 #: The tables other commands may commit to while a run goes on: ``ingest`` appends to the first
 #: three under its own lock, ``register`` to the catalog.
@@ -56,7 +59,9 @@ def gold_table(query: str) -> str:
     return f"gold_{query}"
 
 
-def changes_table(query: str) -> str:
+def legacy_changes_table(query: str) -> str:
+    """Where a query kept its answer changes before the lake had one answer changes table: moved
+    into it by the next run or registration (:func:`pipelines.answer_changes.adopt_legacy`)."""
     return f"gold_{query}_changes"
 
 

@@ -32,8 +32,9 @@ from pyspark.sql import functions as F
 
 from pipelines import catalog
 from pipelines.answers import gold_version, windows
+from pipelines.engine import answer_changes
 from pipelines.engine.step import gold_schema
-from pipelines.lake import BatchLog, changes_table, gold_table, now
+from pipelines.lake import ANSWER_CHANGES, BatchLog, gold_table, now
 from pipelines.ops.maintain import TIME_TRAVEL_HORIZON_HOURS
 from pipelines.storage import TableStore
 from schemas.tables import BATCH, COUNT, MULT, SIGN, WINDOW
@@ -123,12 +124,17 @@ def _step_batches(store: TableStore, name: str, registered: int,
     return steps, {b: gold_version(store, name, batch=b) for b in sorted(needed)}
 
 
+def _changes(store: TableStore, name: str) -> DataFrame:
+    """Query ``name``'s answer changes, as the lake's answer changes table holds them."""
+    return answer_changes.of_query_spark(store.read(ANSWER_CHANGES), catalog.lookup(store, name).plan)
+
+
 def step_difference(store: TableStore, name: str, projection: tuple[str, ...], steps: list[int],
                     versions: dict[int, int]) -> DataFrame:
     """``(_batch, binding)`` rows where the answers after a batch differ from the answers before it
     plus the batch's changes. A batch that left gold at the same version must have no changes."""
     table, keys = gold_table(name), list(projection)
-    changes = store.read(changes_table(name))
+    changes = _changes(store, name)
     parts = [changes.where(F.col(BATCH).isin(steps)).select(F.col(BATCH), *keys, (-_signed()).alias(MULT))]
     for batch in steps:
         before, after = versions.get(batch - 1), versions[batch]
@@ -152,7 +158,7 @@ def window_difference(store: TableStore, name: str, projection: tuple[str, ...],
     numbers = {w["window"] for w in windows}
     wanted = [w for w in logged if w["window"] in numbers or w["window"] + 1 in numbers]
     rstreams = _rstreams(store, name, keys, wanted)
-    changes = store.read(changes_table(name)).where(F.col(WINDOW).isin(sorted(numbers)))
+    changes = _changes(store, name).where(F.col(WINDOW).isin(sorted(numbers)))
     current = rstreams.where(F.col(WINDOW).isin(sorted(numbers)))
     previous = (rstreams.where(F.col(WINDOW).isin(sorted(n - 1 for n in numbers)))
                 .select((F.col(WINDOW) + 1).alias(WINDOW), *keys, (-F.col(MULT)).alias(MULT)))
@@ -171,7 +177,7 @@ def _rstreams(store: TableStore, name: str, keys: list[str], windows: list[dict]
     each gold version read once, the batches' later changes found by one join."""
     log = store.spark.createDataFrame([(w["window"], w["batch"], w["gold_version"]) for w in windows],
                                       "_of_window long, _of_batch long, _of_version long")
-    changes = store.read(changes_table(name))
+    changes = _changes(store, name)
     later = changes.join(log, (changes[BATCH] == log["_of_batch"]) & (changes[WINDOW] > log["_of_window"]))
     parts = [later.select(F.col("_of_window").alias(WINDOW), *keys, (-_signed()).alias(MULT))]
     for version in sorted({w["gold_version"] for w in windows}):
@@ -222,6 +228,6 @@ def check_query(store: TableStore, name: str, since: datetime | None = None) -> 
     found = check(rows_suite(projection, bound), store.read(table), ROWS_SUITE, table)
     last = BatchLog(store).last_done()   # registration wrote one, so a registered query has a batch
     answers = store.read(table, gold_version(store, name, batch=last.batch))
-    changes = store.read(changes_table(name)).where(F.col(BATCH) <= last.batch)
+    changes = _changes(store, name).where(F.col(BATCH) <= last.batch)
     found += check(sum_suite(), sum_difference(answers, changes, projection), CONSISTENCY_SUITE, table)
     return found + _step_outcomes(store, name, projection, query.registered_batch, since)

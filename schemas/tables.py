@@ -146,6 +146,21 @@ VIEWS = pa.schema([pa.field(VIEW, pa.string(), nullable=False)]
                   + [pa.field(c, pa.string()) for c in VIEW_COLUMNS]
                   + [pa.field(MULT, pa.int64(), nullable=False)])
 
+#: Every query's answer changes, one table for the lake (:mod:`pipelines.answer_changes`): a row is
+#: one signed change of query ``_query``'s answers in batch ``_batch`` (of a windowed query, in
+#: window ``_window``, else null there); the bindings follow, a string column per variable name the
+#: registered queries use, added as they register (a query's row leaves the others' null).
+ANSWER_CHANGES = pa.schema([
+    pa.field(QUERY, pa.string(), nullable=False),
+    pa.field(BATCH, pa.int64(), nullable=False),
+    pa.field(BRONZE_FROM, pa.int64(), nullable=False),
+    pa.field(BRONZE_TO, pa.int64(), nullable=False),
+    pa.field(WINDOW, pa.int64()),
+    pa.field(CLOSE_MS, pa.int64()),
+    pa.field(SIGN, pa.string(), nullable=False),
+    pa.field(COUNT, pa.int64(), nullable=False),
+])
+
 #: The state of every windowed query, one table for the lake (:mod:`pipelines.engine.window_state`):
 #: a row holds one part of one query's state (a view, a partial embedding, its buffer, its progress)
 #: as a batch changed it, ``rows`` rows encoded as an LZ4-compressed Arrow IPC stream in ``data``

@@ -87,10 +87,12 @@ def test_queries_lists_and_unregister_keeps_shared_views(lake, tmp_path, capsys)
     capsys.readouterr()
     assert cli.main(["--lake", lake, "unregister", "a"]) == 0
     gone = (views_before - views_held(lake)).pop()
-    assert capsys.readouterr().out.strip() == ("unregistered a; dropped 2 table(s): gold_a, gold_a_changes; "
+    assert capsys.readouterr().out.strip() == ("unregistered a; dropped 1 table(s): gold_a; "
                                                f"removed 1 view(s) from the views table: {gone}")
     tables = set(lake_state(lake))
     assert not any(t.startswith("gold_a") for t in tables) and "gold_b" in tables
+    logged = set(DeltaRsStore(lake).read_arrow("answer_changes")["_query"].to_pylist())
+    assert logged == {"b"}, "a's answer changes left the answer changes table, b's stayed"
     assert len(views_held(lake)) == 1 and views_held(lake) < views_before   # b's pattern stays, a's own one is gone
 
 

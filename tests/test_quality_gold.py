@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pytest
 
-from pipelines.lake import BatchLog, changes_table, gold_table
+from pipelines.lake import ANSWER_CHANGES, BatchLog, gold_table
 from pipelines.ops.maintain import maintain
 from pipelines.engine.runner import Runner
 from pipelines.storage import open_store
@@ -90,7 +90,7 @@ def test_a_change_without_an_answer_fails_the_consistency_checks(lake, spark, tm
     last = BatchLog(store).last_done()
     row = {"_query": "pairs", "_batch": last.batch, "_bronze_from": last.bronze_from, "_bronze_to": last.bronze_to,
            "_sign": "+", "_count": 2, "x": "<http://example.org/zz>", "z": "<http://example.org/zz>"}
-    store.append(changes_table("pairs"), pa.Table.from_pylist([row], schema=store.schema(changes_table("pairs"))))
+    store.append(ANSWER_CHANGES, pa.Table.from_pylist([row], schema=store.schema(ANSWER_CHANGES)))
     failed = validate(store, spark, table="gold_pairs").failures()
     assert [(o.suite, o.observed) for o in failed] == [("gold_changes", "1"), ("gold_changes", "1 (batches 0..3)")]
 
@@ -99,14 +99,15 @@ def test_a_change_filed_under_the_wrong_window_fails_only_the_window_check(lake,
     """Moving a DStream row to the next window of the same batch keeps every batch's sum right; only
     RStream k = RStream k-1 + IStream k - DStream k catches it."""
     store = lake.copy(tmp_path / "lake")
-    changes = store.read_arrow(changes_table("windowed")).to_pylist()
+    changes = store.read_arrow(ANSWER_CHANGES).to_pylist()
+    windowed = [r for r in changes if r["_query"] == "windowed"]
     batches = {}
-    for row in changes:
+    for row in windowed:
         batches.setdefault(row["_batch"], set()).add(row["_window"])
-    row = next(r for r in changes if max(batches[r["_batch"]]) > r["_window"])
+    row = next(r for r in windowed if max(batches[r["_batch"]]) > r["_window"])
     row["_window"] += 1
-    store.delete(changes_table("windowed"))
-    store.append(changes_table("windowed"), pa.Table.from_pylist(changes, schema=store.schema(changes_table("windowed"))))
+    store.delete(ANSWER_CHANGES)
+    store.append(ANSWER_CHANGES, pa.Table.from_pylist(changes, schema=store.schema(ANSWER_CHANGES)))
     failed = validate(store, spark, table="gold_windowed").failures()
     assert [(o.suite, "each window" in o.expectation) for o in failed] == [("gold_changes", True)]
 

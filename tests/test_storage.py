@@ -204,6 +204,19 @@ def test_read_arrow_selects_columns_in_the_table_types(store):
         [{"_mult": 1, "k": "a"}, {"_mult": 2, "k": "b"}]
 
 
+def test_added_columns_read_null_in_the_rows_written_before_on_every_reader(store, spark):
+    store.create("t", SCHEMA)
+    store.append("t", pa.table({"k": ["a"], "_mult": [1]}, schema=SCHEMA))
+    store.add_columns("t", [pa.field("x", pa.string(), nullable=False)])
+    wider = pa.schema([*SCHEMA, pa.field("x", pa.string())])
+    assert store.schema("t") == wider and store.version("t") == 2
+    store.append("t", pa.table({"k": ["b"], "_mult": [2], "x": ["y"]}, schema=wider))
+    expected = [{"k": "a", "_mult": 1, "x": None}, {"k": "b", "_mult": 2, "x": "y"}]
+    assert sorted(store.read_arrow("t").to_pylist(), key=lambda r: r["k"]) == expected
+    assert sorted((r.asDict() for r in store.read("t").collect()), key=lambda r: r["k"]) == expected
+    assert store.read_arrow("t", 1).to_pylist() == [{"k": "a", "_mult": 1, "x": None}]
+
+
 def test_rows_match_pyarrow_with_utc_timestamps(store):
     stamped = pa.schema([pa.field("k", pa.string()), pa.field("at", S.UTC_TS)])
     store.create("t", stamped)

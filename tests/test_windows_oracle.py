@@ -21,11 +21,10 @@ from datetime import datetime, timezone
 import pyarrow.compute as pc
 import pytest
 
-from pipelines.answers import answers, windows as window_log
+from pipelines.answers import answers, changes as answer_changes, windows as window_log
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
 from pipelines.ingest import ingest_paths
-from pipelines.lake import changes_table
 from pipelines.storage import open_store
 from views.plan import compile_query
 from views.sparql import parse_query
@@ -233,7 +232,7 @@ def _check_windows(replay, case: str) -> None:
         [(w.number, w.open_ms, w.close_ms) for w in expected[case]], f"{case}: the windows emitted"
     assert len(log) >= 4
     previous: Counter = Counter()
-    changes = store.read_arrow(changes_table(case)).to_pylist()
+    changes = answer_changes(store, case).to_pylist()
     answered = 0
     for row, window in zip(log, expected[case]):
         rstream = table_bag(answers(store, case, window=row["window"]), plan.projection)

@@ -374,7 +374,8 @@ def explain(plan: QueryPlan) -> str:
     if plan.distinct or plan.form == "ask":
         lines.append(f"  projected bag: pe_{plan.name}_bag ({'DISTINCT' if plan.distinct else 'ASK'}: "
                      "answers are the bindings with positive count)")
-    lines.append(f"  gold: gold_{plan.name} (answers), gold_{plan.name}_changes (answer changes per batch)")
+    lines.append(f"  gold: gold_{plan.name} (answers); answer changes per batch in answer_changes "
+                 f"(_query = '{plan.name}'; gold_{plan.name}_changes in lakegraph sql)")
     if plan.windowed:
         buffer = f"w_{plan.name}_buffer (messages future windows need)"
         lines.append(f"  window state: window_state (query = '{plan.name}': its views, partial embeddings, "

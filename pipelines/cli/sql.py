@@ -79,20 +79,32 @@ def _at(store, name: str, kind: str, when: str) -> int:
 
 
 def cmd_sql(ctx: "Context") -> None:
+    from ..engine import answer_changes
+    from ..lake import ANSWER_CHANGES
+
     store = ctx.require_lake()
     spark = ctx.spark()
     tables = set(store.tables())
+    # each query's rows of the answer changes table, by the name its own table had
+    derived = answer_changes.sql_views(store) if ANSWER_CHANGES in tables else {}
+    names = tables | set(derived)
 
     def known(name: str) -> str:
-        if name not in tables:
-            raise CliError(f"no table {name!r} in the lake (tables: {', '.join(sorted(tables))})")
+        if name not in names:
+            raise CliError(f"no table {name!r} in the lake (tables: {', '.join(sorted(names))})")
         return name
 
+    def frame(name: str, version: int | None = None):
+        if name in derived:
+            return answer_changes.of_query_spark(store.read(ANSWER_CHANGES, version), derived[name])
+        return store.read(name, version)
+
     def view(name: str, version: int) -> str:
-        if version > store.version(name):
-            raise CliError(f"table {name!r} has no version {version} (latest: {store.version(name)})")
+        table = ANSWER_CHANGES if name in derived else name
+        if version > store.version(table):
+            raise CliError(f"table {table!r} has no version {version} (latest: {store.version(table)})")
         alias = f"{name}__v{version}"
-        store.read(name, version).createOrReplaceTempView(alias)
+        frame(name, version).createOrReplaceTempView(alias)
         return alias
 
     def pinned(match: re.Match) -> str:
@@ -100,18 +112,18 @@ def cmd_sql(ctx: "Context") -> None:
 
     def as_of(match: re.Match) -> str:
         name, kind, when = known(match.group(1)), match.group(2), match.group(3)
-        if store.backend == "delta-spark":
+        if store.backend == "delta-spark" and name not in derived:
             location = store.path(name).replace("`", "``")
             return f"delta.`{location}` {kind.upper()} AS OF {when}"
-        return view(name, _at(store, name, kind, when))
+        return view(name, _at(store, ANSWER_CHANGES if name in derived else name, kind, when))
 
     sql = _AS_OF.sub(as_of, _VERSIONED.sub(pinned, ctx.args.query))
     root = check_read_only(spark, sql)
     # a table becomes a temporary view when the statement names it (each costs a file listing);
     # SHOW lists them all
-    for name in tables:
+    for name in names:
         if root.startswith("Show") or re.search(rf"\b{re.escape(name)}\b", sql):
-            store.read(name).createOrReplaceTempView(name)
+            frame(name).createOrReplaceTempView(name)
     try:
         result = spark.sql(sql).toArrow()
     except Exception as exc:  # Spark's analysis errors are long; keep their first line

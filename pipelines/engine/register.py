@@ -4,7 +4,8 @@ A query registered on a lake that already holds data starts from the snapshot of
 batch (the checkpoint every other query is at), so its first batch is already right: its new views
 are filled from bronze up to that point, its partial embeddings and gold from the views. The backfill
 is recorded as the query's answer changes at that batch. The catalog row is written last: a crash
-before it leaves only tables no registered query uses, and they are rebuilt on the next attempt.
+before it leaves only tables no registered query uses (and answer changes of no registered query),
+and they are rebuilt on the next attempt.
 """
 from __future__ import annotations
 
@@ -17,17 +18,17 @@ from views.path_views import PathDef
 from views.plan import QueryPlan, ViewDef
 
 from .. import catalog
-from ..lake import (BRONZE, BRONZE_TO_DONE, VIEWS, WINDOW_STATE, BatchLog, BatchRecord, changes_table, gold_table,
-                    init_lake)
+from ..lake import BRONZE, BRONZE_TO_DONE, VIEWS, WINDOW_STATE, BatchLog, BatchRecord, gold_table, init_lake
 from ..spark import SparkSource, master_of
 from ..storage import TableStore
 from ..storage.lock import writer
+from . import answer_changes
 from .bgp import QueryMaintainer
 from .merge_on_read import consolidated, content_arrow
 from .held import held_tables
 from .paths import path_backfill, path_tables
 from .runner import ARROW_MAX_BACKFILL, choose_engine, zset_engine
-from .step import change_rows, changes_schema, gold_schema
+from .step import gold_schema
 from .views import for_views, for_views_arrow, triples_in_graph, triples_in_graph_arrow, view_rows, view_rows_arrow
 from .window_state import last_progress
 from .windowed import forget_state, forget_windows, run_windowed, window_tables, write_windows
@@ -108,12 +109,15 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
     at = checkpoint(store)
     whole = [q.plan for q in active if not q.plan.windowed]
     views_table.adopt_legacy(store, catalog.distinct_views(whole), {})
+    answer_changes.adopt_legacy(store, [q.plan for q in active], {})
     in_use = set(catalog.shared_tables([q.plan for q in active]))
     # leftovers of an interrupted registration of this name, and views nobody uses
     unused = [t for t in catalog.shared_tables([plan]) if t not in in_use]
     for name in catalog.owned_tables(plan) + unused:
         store.drop(name)
     views_table.forget(store, [v.id for v in plan.views if v.id in unused])
+    answer_changes.forget(store, plan.name)
+    answer_changes.widen(store, plan)
     chosen = choose_engine(engine, store.row_count(BRONZE, at.bronze_to), master_of(spark, master), ARROW_MAX_BACKFILL)
     if plan.windowed:
         progress = _replay_windows(store, spark, plan, at, chosen)
@@ -138,8 +142,7 @@ def _register(store: TableStore, spark: SparkSource, plan: QueryPlan, engine: st
         store.append(name, result.state[name])
     store.create(gold_table(plan.name), gold_schema(plan))
     store.append(gold_table(plan.name), result.gold)
-    store.create(changes_table(plan.name), changes_schema(plan))
-    store.append(changes_table(plan.name), change_rows(plan, at, result.gold))
+    answer_changes.append(store, [answer_changes.change_rows(plan, at, result.gold)], None)
     catalog.add(store, plan, at.batch)
     return {"batch": at.batch, "views": len(plan.views), "new_views": len(new_views), "engine": chosen,
             "answers": int(pc.sum(result.gold["_mult"]).as_py() or 0)}
@@ -169,8 +172,7 @@ def _replay_windows(store: TableStore, spark: SparkSource, plan: QueryPlan, at: 
     windows that history closes are emitted (with no message late: lateness is judged between
     batches), the others wait for the next run. Returns the query's progress after it."""
     tables = {name: schema for path in plan.paths for name, schema in path_tables(path).items()}
-    tables.update({gold_table(plan.name): gold_schema(plan),
-                   changes_table(plan.name): changes_schema(plan)})
+    tables[gold_table(plan.name)] = gold_schema(plan)
     tables.update(window_tables(plan))
     forget_state(store, plan.name)
     forget_windows(store, plan.name)
@@ -208,4 +210,5 @@ def _unregister(store: TableStore, name: str) -> tuple[list[str], list[str]]:
     views_table.forget(store, views)
     forget_state(store, name)
     forget_windows(store, name)
+    answer_changes.forget(store, name)
     return dropped, views

@@ -5,8 +5,9 @@ batch, whole commits at a time and capped by ``max_rows`` (never splitting an ev
 
 1. a ``planned`` row in the batch log records the range and the version of every state table;
 2. every delta is computed from those versions (so a re-run computes the very same deltas);
-3. commits: views, partial embeddings, bags, gold answers, gold changes, each carrying the app
-   transaction (``lakegraph-batch``, batch) so a commit that already happened is skipped;
+3. commits: views, partial embeddings, bags, gold answers, and every query's answer changes in one
+   append (:mod:`.answer_changes`), each carrying the app transaction (``lakegraph-batch``, batch)
+   so a commit that already happened is skipped;
 4. a ``done`` row with the versions after the batch (time travel by batch reads them).
 
 A crash anywhere leaves a planned batch without a done row; the next run finishes it first.
@@ -25,11 +26,12 @@ from views.plan import QueryPlan
 from views.windows import bare
 
 from .. import catalog
-from ..lake import (BATCH_APP, BRONZE, BRONZE_TO_DONE, SHARED_TABLES, WINDOW_STATE, BatchLog, BatchRecord,
-                    changes_table, gold_table, init_lake)
+from ..lake import (ANSWER_CHANGES, BATCH_APP, BRONZE, BRONZE_TO_DONE, SHARED_TABLES, WINDOW_STATE, BatchLog,
+                    BatchRecord, gold_table, init_lake)
 from ..spark import SparkSource, master_of, session
 from ..storage import TableStore, Txn
 from ..storage.lock import writer
+from . import answer_changes
 from .arrow import ArrowZSets
 from .bgp import state_tables
 from .lookup import Find
@@ -39,7 +41,7 @@ from . import views_table
 from .spark import BATCH_CONF, PLAN_CONF, SparkZSets, where_arrow
 from . import tasks
 from .threads import each
-from .step import change_rows, commit, compute
+from .step import compute
 from .windowed import run_windowed, window_tables, write_windows
 from .zsets import ZSetEngine
 
@@ -167,9 +169,9 @@ class Runner:
     def _state_tables(self, plans) -> list[str]:
         names = catalog.shared_storage(plans)
         for plan in plans:
-            names += [gold_table(plan.name), changes_table(plan.name)]
+            names.append(gold_table(plan.name))
             names += list(window_tables(plan)) if plan.windowed else list(state_tables(plan))
-        return names + [WINDOW_STATE] * any(plan.windowed for plan in plans)
+        return names + [ANSWER_CHANGES] + [WINDOW_STATE] * any(plan.windowed for plan in plans)
 
     def _versions(self, plans) -> dict[str, int]:
         """Every state table's newest version. At a run's start each table's log is listed once
@@ -219,6 +221,7 @@ class Runner:
         pending = self.log.pending()
         views_table.adopt_legacy(self.store, catalog.graph_views(plans),
                                  pending.versions if pending is not None else {})
+        answer_changes.adopt_legacy(self.store, plans, pending.versions if pending is not None else {})
 
         def room() -> bool:
             return max_batches is None or len(report.batches) < max_batches
@@ -321,7 +324,7 @@ class Runner:
         changed = step.changed()
         writes = self.held.writes({t: changed.pop(t)[0] for t in held & set(changed)}, versions, txn)
         writes += self.bags.writes({t: rows for t, (rows, _) in changed.items()}, versions, txn)
-        commit(self.store, {p.name: change_rows(p, record, step.gold[p.name]) for p in whole}, txn, writes)
+        changes = [answer_changes.change_rows(p, record, step.gold[p.name]) for p in whole]
         stats = {"batch": record.batch, "messages": rows.num_rows, "noops": step.noops,
                  "view_changes": sum(t.num_rows for t in step.view_deltas.values()),
                  "answer_changes": step.answer_changes(), "bronze_from": record.bronze_from,
@@ -338,7 +341,7 @@ class Runner:
         for result in results:
             for key in ("windows", "late", "answer_changes"):
                 stats[key] += result[key]
-        write_windows(self.store, results, record.batch, txn)
+        write_windows(self.store, results, record.batch, txn, also=writes, changes=changes)
         done = BatchRecord(batch=record.batch, status="done", bronze_from=record.bronze_from,
                            bronze_to=record.bronze_to, seq_from=record.seq_from, seq_to=record.seq_to,
                            versions=self._versions(plans), stats=stats)

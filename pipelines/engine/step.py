@@ -1,29 +1,26 @@
-"""One application of update messages to a set of queries: view changes, delta rules, commits.
+"""One application of update messages to a set of queries: view changes and delta rules.
 
 A micro-batch is one such step for the queries over the whole graph; a windowed query on the Spark
 engine or with aggregates takes one per window it emits, fed by the window operator's messages
 (:mod:`pipelines.engine.windows`; the others run the same delta rules over all of a batch's windows
 at once, :mod:`pipelines.engine.intervals`). Both
-compute everything from the state tables as the engine ``z`` reads them, then commit in a fixed
-order, each commit carrying the batch's app transaction so a re-run skips what already happened
-(a windowed query writes each table its windows changed once per batch).
+compute everything from the state tables as the engine ``z`` reads them; what they change is
+committed by the caller, each commit carrying the batch's app transaction so a re-run skips what
+already happened (a windowed query writes each table its windows changed once per batch).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache, partial
-from typing import Callable, Sequence
+from functools import cache
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from schemas import tables as S
 from schemas.tables import MULT
 from views.plan import QueryPlan, ViewDef
 
 from .. import catalog
-from ..lake import BatchRecord, changes_table, gold_table
-from ..storage import TableStore, Txn
+from ..lake import gold_table
 from .bgp import QueryMaintainer
 from .lookup import Find
 from .path_edges import CodedViews
@@ -31,10 +28,6 @@ from .paths import path_changes
 from .threads import each
 from .views import compute_view_changes, probe_arrow, probe_spark
 from .zsets import ZSetEngine, binding_schema
-
-#: The window each answer change belongs to: (window numbers, closes in epoch ms), one per row.
-WindowTag = tuple[pa.Array, pa.Array]
-
 
 def gold_schema(plan: QueryPlan) -> pa.Schema:
     """Schema of a query's answer table: a projected ``timestamp()`` may be unbound (a triple in
@@ -52,35 +45,6 @@ def unbind_stamps(plan: QueryPlan, gold: pa.Table) -> pa.Table:
         column = gold[name]
         gold = gold.set_column(i, name, pc.if_else(pc.equal(column, ""), pa.scalar(None, pa.string()), column))
     return gold.cast(gold_schema(plan))
-
-
-def changes_schema(plan: QueryPlan) -> pa.Schema:
-    """Schema of a query's answer-change table; a query with stream windows tags each change with
-    its window."""
-    meta = [pa.field(S.QUERY, pa.string(), nullable=False), pa.field(S.BATCH, pa.int64(), nullable=False),
-            pa.field(S.BRONZE_FROM, pa.int64(), nullable=False), pa.field(S.BRONZE_TO, pa.int64(), nullable=False)]
-    if plan.streams:
-        meta += [pa.field(S.WINDOW, pa.int64(), nullable=False), pa.field(S.CLOSE_MS, pa.int64(), nullable=False)]
-    meta += [pa.field(S.SIGN, pa.string(), nullable=False), pa.field(S.COUNT, pa.int64(), nullable=False)]
-    return pa.schema(meta + list(gold_schema(plan).remove(len(plan.projection))))
-
-
-def change_rows(plan: QueryPlan, record: BatchRecord, gold: pa.Table, window: WindowTag | None = None) -> pa.Table:
-    """Signed answer changes as rows of the changes table."""
-    mult = gold[MULT]
-    n = gold.num_rows
-
-    def repeat(value: int | str, kind: pa.DataType) -> pa.Array:
-        return pa.repeat(pa.scalar(value, kind), n)
-
-    columns = {S.QUERY: repeat(plan.name, pa.string()), S.BATCH: repeat(record.batch, pa.int64()),
-               S.BRONZE_FROM: repeat(record.bronze_from, pa.int64()), S.BRONZE_TO: repeat(record.bronze_to, pa.int64())}
-    if window is not None:
-        columns[S.WINDOW], columns[S.CLOSE_MS] = window
-    columns[S.SIGN] = pc.if_else(pc.greater(mult, 0), "+", "-")
-    columns[S.COUNT] = pc.abs(mult)
-    columns.update({v: gold[v] for v in plan.projection})
-    return pa.table(columns, schema=changes_schema(plan))
 
 
 @dataclass
@@ -151,11 +115,3 @@ def compute(z: ZSetEngine, messages: pa.Table, plans: list[QueryPlan], find: Fin
     state = {m.plan.name: deltas[m.plan.name].state for m in maintainers}
     gold = {m.plan.name: unbind_stamps(m.plan, deltas[m.plan.name].gold) for m in maintainers}
     return Step(views, changes.deltas, paths, changes.noop_seqs, state, gold)
-
-
-def commit(store: TableStore, changes: dict[str, pa.Table], txn: Txn, writes: Sequence[Callable[[], object]]) -> None:
-    """Make a batch's ``writes`` (its table changes, each written the way its table is kept) and
-    append each query's answer-change rows (``changes``, by query name), every commit skipped if
-    ``txn`` already made it, all at once."""
-    appends = [partial(store.append, changes_table(query), rows, txn) for query, rows in changes.items() if rows.num_rows]
-    store.concurrently([*writes, *appends])

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from functools import cache, partial
 from threading import Lock
-from typing import Callable
+from typing import Callable, Sequence
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -42,15 +42,16 @@ from views.plan import QueryPlan, construct
 from views.windows import Clock, bare
 
 from .. import catalog
-from ..lake import (BATCH_APP, WINDOW_LOG, WINDOW_STATE, BatchRecord, background_table, buffer_table,
-                    changes_table, gold_table, progress_table)
+from ..lake import (BATCH_APP, WINDOW_LOG, WINDOW_STATE, BatchRecord, background_table, buffer_table, gold_table,
+                    progress_table)
 from ..ingest import ingest_generated
 from ..storage import TableStore, Txn
+from . import answer_changes
 from .arrow import consolidate, plus
 from .bgp import GOLD, QueryMaintainer
 from .intervals import WINDOW, IntervalZSets, last_window, view_intervals, window_changes
 from .merge_on_read import folds
-from .step import change_rows, compute, gold_schema, unbind_stamps
+from .step import compute, gold_schema, unbind_stamps
 from .threads import each
 from .views import probe_arrow, view_schema
 from .window_state import decode, encode, stored_rows, zsets
@@ -156,32 +157,35 @@ class StateChange:
     content: dict[str, pa.Table]
 
 
-def write_windows(store: TableStore, done: list[dict], batch: int, txn: Txn | None, whole: bool = True) -> None:
-    """Commit what a batch's windowed queries did (each :func:`run_windowed`'s result): each
-    query's own writes, and the lake's window state table and window log, one commit each for all
-    the queries, as a Delta commit costs more than a query's windows in a batch of 10 s; all at
-    once, after every query is computed (a query's thread waiting for its own commits left a core
-    idle while others still computed). The state table gets the batch's signed rows appended; or,
+def write_windows(store: TableStore, done: list[dict], batch: int, txn: Txn | None, whole: bool = True,
+                  also: Sequence[Callable[[], object]] = (), changes: Sequence[pa.Table] = ()) -> None:
+    """Commit what a batch's windowed queries did (each :func:`run_windowed`'s result) with the
+    batch's ``also`` writes and answer ``changes`` (the queries' over the whole graph): each
+    query's own writes, and the lake's window state table, window log and answer changes table,
+    one commit each for all the queries, as a Delta commit costs more than a query's windows in a
+    batch of 10 s; all at once, after every query is computed (a query's thread waiting for its
+    own commits left a core idle while others still computed). The state table gets the batch's signed rows appended; or,
     when ``whole`` (``done`` holds every windowed query of the lake) and its rows would pass twice
     the content of them all, it is rewritten with that content. Registration writes its one
     query's replay with ``whole`` False and no transaction (the log already holds the batch's)."""
-    changes: list[StateChange] = [d["state"] for d in done]
-    added = sum(c.added for c in changes)
+    states: list[StateChange] = [d["state"] for d in done]
+    added = sum(c.added for c in states)
     writes = []
     state = before = None
     if added:
         before = store.version(WINDOW_STATE)
-        content = sum(t.num_rows for c in changes for t in c.content.values())
+        content = sum(t.num_rows for c in states for t in c.content.values())
         if whole and folds(_stored_at(store, before), added, content):
             # every query's content at once, on the cores: a fold encodes megabytes of fresh
             # buffers, most of its time in first-touch page faults, which threads overlap
-            rows = pa.concat_tables(each(lambda c: encode(c.plan.name, batch, c.content), changes))
+            rows = pa.concat_tables(each(lambda c: encode(c.plan.name, batch, c.content), states))
             state, kept = partial(store.overwrite, WINDOW_STATE, rows, txn), content
         else:
-            rows = pa.concat_tables([c.appended for c in changes])
+            rows = pa.concat_tables([c.appended for c in states])
             state, kept = partial(store.append, WINDOW_STATE, rows, txn), _stored_at(store, before) + added
         writes.append(state)
-    writes += [w for d in done for w in d["writes"]]
+    writes += [*also, *(w for d in done for w in d["writes"])]
+    writes.append(partial(answer_changes.append, store, [*changes, *(d["changes"] for d in done)], txn))
     logs = [d["log"] for d in done if d["log"].num_rows]
     if logs:
         writes.append(partial(store.append, WINDOW_LOG, pa.concat_tables(logs), txn))
@@ -193,7 +197,7 @@ def write_windows(store: TableStore, done: list[dict], batch: int, txn: Txn | No
         with _LEFT_LOCK:
             _STORED[store] = (version, kept)
             left = _LEFT.setdefault(store, {})
-            for change in changes:
+            for change in states:
                 left[change.plan.name] = _Left(version, change.content)
 
 
@@ -337,8 +341,8 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     """Run batch ``record`` (bronze ``rows``) for windowed query ``plan``: emit its windows and
     advance its state. ``engine(read_arrow, read_spark)`` builds the batch's Z-set engine over
     given readers; ``read_spark`` reads a table at the batch's start. Returns counters, the
-    writes of its own tables (``writes``: gold, answer changes, background graphs), the window log
-    rows of the windows emitted (``log``) and the change of its state (``state``, a
+    writes of its own tables (``writes``: gold, background graphs), its answer changes
+    (``changes``), the window log rows of the windows emitted (``log``) and the change of its state (``state``, a
     :class:`StateChange`), for the caller to commit with :func:`write_windows`."""
     versions = record.versions
     stored = cache(lambda name: store.read_arrow(name, versions.get(name)))
@@ -384,9 +388,8 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
             appended[name], content[name] = done.deltas[name], table
         else:
             writes.append(partial(store.overwrite, name, table, txn))
-    if changes.num_rows:
-        writes.append(partial(store.append, changes_table(plan.name),
-                              change_rows(plan, record, changes.drop_columns([WINDOW]), tag), txn))
+    logged_changes = (answer_changes.change_rows(plan, record, changes.drop_columns([WINDOW]), tag) if changes.num_rows
+                      else answer_changes.changes_schema(plan).empty_table())
     gold_version = versions.get(gold_table(plan.name), 0) + int(gold_table(plan.name) in done.tables)
     logged = pa.Table.from_pylist([{**row, "query": plan.name, "gold_version": gold_version} for row in log],
                                   schema=S.WINDOW_LOG)
@@ -407,5 +410,5 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
         appended[progress_table(plan.name)] = content[progress_table(plan.name)] = after.table()
     content = {name: content[name] if name in content else state[name] for name in state}
     return {"windows": len(log), "late": step.late, "answer_changes": int(pc.sum(pc.abs(changes[MULT])).as_py() or 0),
-            "log": logged, "writes": writes, "state": StateChange(plan, encode(plan.name, record.batch, appended),
+            "log": logged, "writes": writes, "changes": logged_changes, "state": StateChange(plan, encode(plan.name, record.batch, appended),
                                                 sum(t.num_rows for t in appended.values()), content)}

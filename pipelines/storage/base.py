@@ -63,6 +63,10 @@ class TableStore(Protocol):
     def schema(self, name: str) -> pa.Schema:
         """The table's Arrow schema (types as our schemas spell them)."""
 
+    def add_columns(self, name: str, fields: Sequence[pa.Field]) -> None:
+        """Add nullable ``fields`` at the end of the table's schema, in one metadata commit: the rows
+        written before read them as null (a table shared by queries widens as they register)."""
+
     def version(self, name: str) -> int:
         """The latest committed version."""
 

@@ -22,7 +22,7 @@ from typing import Callable, Collection, Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties, write_deltalake
+from deltalake import CommitProperties, DeltaTable, Field, Transaction, WriterProperties, write_deltalake
 from deltalake.table import ProtocolVersions
 from deltalake.exceptions import TableNotFoundError
 
@@ -124,6 +124,15 @@ def clear_spark_out(root: str) -> None:
 def quote(column: str) -> str:
     """A column name as a DataFusion identifier (keeps case, allows any character)."""
     return '"' + column.replace('"', '""') + '"'
+
+
+def _with_columns(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A data file's ``rows`` in ``schema``: a column added after the file was written
+    (:meth:`DeltaRsStore.add_columns`) is null in it, as Delta readers take it."""
+    for field in schema:
+        if field.name not in rows.column_names:
+            rows = rows.append_column(field.name, pa.nulls(rows.num_rows, field.type))
+    return rows.select(schema.names).cast(schema)
 
 
 def _files(dt: DeltaTable) -> list[str]:
@@ -338,6 +347,10 @@ class DeltaRsStore:
 
     def drop(self, name: str) -> None:
         shutil.rmtree(self.path(name), ignore_errors=True)
+        self._forget(name)
+
+    def _forget(self, name: str) -> None:
+        """Forget what the store knows of table ``name`` (dropped, or its schema changed)."""
         self._schemas.pop(name, None)
         self._known.pop(name, None)
         self._txns.pop(name, None)
@@ -350,6 +363,11 @@ class DeltaRsStore:
             self._current.discard(name)
         for key in [k for k in self._pinned if k[0] == name]:
             del self._pinned[key]
+
+    def add_columns(self, name: str, fields: Sequence[pa.Field]) -> None:
+        if fields:
+            self._table(name).alter.add_columns([Field.from_arrow(f.with_nullable(True)) for f in fields])
+            self._forget(name)
 
     def version(self, name: str) -> int:
         return self._head(name)
@@ -816,7 +834,8 @@ class DeltaRsStore:
             meta = handle.metadata
             size = sum(meta.row_group(g).column(c).total_compressed_size for g in range(meta.num_row_groups)
                        for c in range(meta.num_columns) if meta.schema.column(c).name in wanted)
-            rows = handle.read(columns=schema.names, use_threads=False).select(schema.names).cast(schema)
+            rows = _with_columns(handle.read(columns=[c for c in schema.names if c in handle.schema_arrow.names],
+                                             use_threads=False), schema)
             return (rows if path not in kept else rows.filter(pa.array(kept[path]))), size
 
         files = _files(dt)

@@ -138,6 +138,16 @@ class DeltaSparkStore(DeltaRsStore):
                 .execute())
         return True
 
+    def add_columns(self, name: str, fields: Sequence[pa.Field]) -> None:
+        if fields:
+            from .spark_arrow import arrow_schema_to_spark
+
+            columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}"
+                                for f in arrow_schema_to_spark(pa.schema(fields)).fields)
+            location = self.path(name).replace("`", "``")
+            self.spark.sql(f"ALTER TABLE delta.`{location}` ADD COLUMNS ({columns})")
+            self._forget(name)
+
     def delete(self, name: str, predicate: str | None = None, txn: Txn | None = None) -> bool:
         if self._done(name, txn):
             return False
