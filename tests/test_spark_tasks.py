@@ -1,13 +1,21 @@
 """The Spark engine's small batches in executor tasks (pipelines/engine/tasks.py): a task per query,
 one Spark job, and a query whose FILTER leaves a value to Spark SQL handed back to the SQL plan,
-the answers pyoxigraph's after every batch either way."""
+the answers pyoxigraph's after every batch either way; a worker's tasks follow the views by what
+each batch appended."""
 from __future__ import annotations
 
 from bench.measure import spark_jobs
 from pipelines import answers as A
+from pipelines.engine import tasks
+from pipelines.catalog import graph_views
+from pipelines.engine.arrow import ArrowZSets
+from pipelines.engine.held import HeldTables, batch_reads, held_tables
 from pipelines.engine.register import register
 from pipelines.engine.runner import Runner
+from pipelines.engine.step import compute
 from pipelines.ingest import ingest_paths
+from pipelines.lake import BRONZE, VIEWS, BatchLog
+from pipelines.storage import open_store
 from views.plan import compile_query
 from views.sparql import parse_query
 
@@ -43,3 +51,30 @@ def test_queries_step_in_tasks_and_an_undecided_filter_on_the_plan(store, spark,
             expected = oracle_bag(PREFIXES + QUERIES[name], stream.graph, plan.projection)
             assert table_bag(A.answers(store, name), plan.projection) == expected, f"{name} after batch {i}"
     assert table_bag(A.answers(store, "labels"), plans["labels"].projection)   # the FILTER kept some
+
+
+def test_a_worker_follows_the_views_by_the_rows_each_batch_appended(store, spark, tmp_path):
+    """An executor's worker holds the views from one task to the next (``tasks._HELD``): the task
+    of the batch after reads only what the batch before appended, and steps as the driver does."""
+    stream = Stream(seed=5)
+    plan = compile_query(parse_query(PREFIXES + QUERIES["knows"], "knows"), "knows")
+    register(store, spark, plan, engine="arrow")
+    runner = Runner(store, spark, engine="arrow")
+    reads, versions = [], []
+    for i in range(3):
+        ingest_paths(store, [str(Stream.write(tmp_path / f"b{i}.jsonl", stream.next_batch()))])
+        runner.run()
+        versions.append(BatchLog(store).last_done().versions)
+        messages = store.read_arrow(BRONZE).sort_by("seq").select(["seq", "op", "s", "p", "o"]).slice(0, 50)
+        step, read = tasks._run(tasks._Task(store.root, plan, versions[-1]), messages)
+        fresh = HeldTables(open_store(store.root, None, backend="delta-rs"))    # as a worker's first task
+        fresh.track(graph_views([plan]))
+        read_fresh, find = batch_reads(fresh.store, fresh, versions[-1], held_tables([plan]))
+        expected = compute(ArrowZSets(read_fresh, None, find), messages, [plan], find)
+        assert table_bag(step.gold["knows"], plan.projection) == table_bag(expected.gold["knows"], plan.projection)
+        reads.append(read.file_rows)
+    whole = store.read_arrow(VIEWS, versions[0][VIEWS]).num_rows
+    assert reads[0] >= whole > 0, "the worker's first task reads the views table"
+    for before, after, read in zip(versions, versions[1:], reads[1:]):
+        appended = store.appended(VIEWS, before[VIEWS], after[VIEWS])
+        assert appended is not None and read == appended.num_rows < whole

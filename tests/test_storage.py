@@ -217,6 +217,24 @@ def test_added_columns_read_null_in_the_rows_written_before_on_every_reader(stor
     assert store.read_arrow("t", 1).to_pylist() == [{"k": "a", "_mult": 1, "x": None}]
 
 
+def test_appended_rows_are_those_of_the_commits_that_only_added_files(store):
+    def keys(table: pa.Table | None) -> list[str] | None:
+        return None if table is None else sorted(table["k"].to_pylist())
+
+    store.create("t", SCHEMA)
+    for k in "abc":                                         # versions 1, 2, 3
+        store.append("t", pa.table({"k": [k], "_mult": [1]}, schema=SCHEMA))
+    assert keys(store.appended("t", 1, 3)) == ["b", "c"] and keys(store.appended("t", 3, 3)) == []
+    store.overwrite("t", pa.table({"k": ["d"], "_mult": [1]}, schema=SCHEMA))      # 4 removes files
+    store.append("t", pa.table({"k": ["e"], "_mult": [1]}, schema=SCHEMA))
+    assert store.appended("t", 3, 5) is None and keys(store.appended("t", 4, 5)) == ["e"]
+    made = store.table_id("t")
+    assert made is not None and store.table_id("t") == made
+    store.drop("t")
+    store.create("t", SCHEMA)
+    assert store.table_id("t") not in (None, made), "a table made again at the path is another"
+
+
 def test_rows_match_pyarrow_with_utc_timestamps(store):
     stamped = pa.schema([pa.field("k", pa.string()), pa.field("at", S.UTC_TS)])
     store.create("t", stamped)

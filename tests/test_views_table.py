@@ -57,6 +57,11 @@ def test_a_batch_changes_every_view_in_one_commit_appended_or_folded(tmp_path):
     store.append(VIEWS, pa.concat_tables([stored(STILL.id, _rows(STILL, sorted(still), sign)) for sign in (1, -1, 1)]))
     held = HeldTables(store)
     held.track([PAIR, ONE, STILL])
+    # another process holding the views (an executor's task): follows the appends by their rows alone
+    follower = HeldTables(DeltaRsStore(str(tmp_path)))
+    follower.track([PAIR, ONE, STILL])
+    for view in (PAIR, ONE):
+        assert _content(follower.read(view.id, {VIEWS: store.version(VIEWS)}), view) == model[view.id]
     shapes = set()
     for batch in range(1, 12):
         deltas = {}
@@ -75,9 +80,14 @@ def test_a_batch_changes_every_view_in_one_commit_appended_or_folded(tmp_path):
         assert others.num_rows == 0 and on_disk.num_rows <= 2 * (content + 2 * len(still))
         assert _content(parts[STILL.id], STILL) == still
         shapes.add("folded" if on_disk.num_rows == content else "appended")
+        read = follower.store.reads.file_rows
         for view in (PAIR, ONE):
             assert _content(parts[view.id], view) == model[view.id]
             assert _content(held.read(view.id, {VIEWS: version + 1}), view) == model[view.id]
+            assert _content(follower.read(view.id, {VIEWS: version + 1}), view) == model[view.id]
+        folded = on_disk.num_rows == content    # a fold is read whole, an append by its rows alone
+        expected = on_disk.num_rows if folded else sum(d.num_rows for d in deltas.values())
+        assert follower.store.reads.file_rows - read == expected
         only_pair, rest = split(on_disk, [PAIR])
         assert only_pair[PAIR.id].equals(parts[PAIR.id]) and _content(of_view(rest, ONE), ONE) == model[ONE.id]
         found = held.finder({VIEWS: store.version(VIEWS)})(PAIR.id, {"v1": pa.array(["o1", "o2"])})

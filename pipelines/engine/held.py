@@ -253,6 +253,17 @@ class _HeldViews:
             self.sets[name] = indexed(*self.parts.pop(name), self.version)
         return self.sets[name]
 
+    def plus(self, parts: Mapping[str, pa.Table], others: pa.Table, version: int) -> "_HeldViews":
+        """The table at ``version``, once another writer appended the rows of each view of
+        ``parts`` (in its own shape) and ``others`` (of the views held as stored rows)."""
+        sets = {}
+        for name, held in self.sets.items():
+            sets[name] = held.after(parts[name]) if parts[name].num_rows else copy.copy(held)
+            sets[name].version = version
+        kept = {name: (folded, pa.concat_tables([rest, parts[name]])) for name, (folded, rest) in self.parts.items()}
+        rows = sum(t.num_rows for t in parts.values()) + others.num_rows
+        return _HeldViews(version, self.stored + rows, sets, kept, pa.concat_tables([self.others, others]))
+
     def size(self) -> int:
         """The content's rows, counting a view not indexed by its stored rows (at least its
         content: a fold comes no earlier than the rule says)."""
@@ -277,6 +288,9 @@ class HeldTables:
         # own figures): how the bench shows a batch's reads following its change
         self.served = 0
         self._counting = threading.Lock()
+        # each table's id when it was last read whole: rows appended since by another writer are
+        # followed only while it is the same table (not one dropped and created again at its path)
+        self._ids: dict[str, str | None] = {}
         # the edge views coded for the path walks (:mod:`.path_graph`), moved with the views' commits
         self.graph = CodedGraph(lambda view, version: self._at(view, {VIEWS: version}).content())
 
@@ -302,7 +316,12 @@ class HeldTables:
             version = versions.get(name)
             version = self.store.version(name) if version is None else version
             held = self._sets.get(name)
+            if held is not None and held.version < version and (rows := self._appended(name, held.version, version)) \
+                    is not None:
+                held = self._sets[name] = held.after(rows) if rows.num_rows else copy.copy(held)
+                held.version = version
             if held is None or held.version != version:
+                self._ids[name] = self.store.table_id(name)
                 held = self._sets[name] = indexed(*self.store.read_folded(name, version), version)
             return held
 
@@ -310,7 +329,14 @@ class HeldTables:
         """The views table at ``version`` (the newest when None): read once, split by view."""
         version = self.store.version(VIEWS) if version is None else version
         held = self._held_views
+        if held is not None and held.version < version and (rows := self._appended(VIEWS, held.version, version)) \
+                is not None:
+            parts, others = views_table.split(rows, self._views.values())
+            before, held = held.version, held.plus(parts, others, version)
+            self._held_views = held
+            self.graph.committed(before, version, {name: rows for name, rows in parts.items() if rows.num_rows})
         if held is None or held.version != version:
+            self._ids[VIEWS] = self.store.table_id(VIEWS)
             folded, rest = self.store.read_folded(VIEWS, version)
             (folded_parts, folded_others), (parts, others) = (views_table.split(rows, self._views.values())
                                                               for rows in (folded, rest))
@@ -336,6 +362,16 @@ class HeldTables:
         """Rows the held tables keep beside their indexed bases (gone from them or added since)."""
         sets = [*self._sets.values(), *(self._held_views.sets.values() if self._held_views else ())]   # indexed ones
         return sum(held.gone + held.new.num_rows for held in sets)
+
+    def _appended(self, name: str, since: int, version: int) -> pa.Table | None:
+        """The rows another writer appended to table ``name`` after version ``since`` up to
+        ``version`` (:meth:`TableStore.appended`), if it is the table held: a process that does
+        not write the tables (an executor's task, :mod:`.tasks`) follows them by what they gained
+        instead of reading them again at every batch. None when it cannot."""
+        table = self._ids.get(name)
+        if table is None or self.store.table_id(name) != table:
+            return None
+        return self.store.appended(name, since, version)
 
     def _served(self, rows: pa.Table) -> pa.Table:
         with self._counting:

@@ -139,6 +139,15 @@ class TableStore(Protocol):
         the store holds that version's rows in memory, keyed by that column (else None: the caller
         reads the table): a delta rule's read of a large consolidated table then follows the change."""
 
+    def table_id(self, name: str) -> str | None:
+        """The id the table's first commit gave it (None once its log no longer holds that commit):
+        a table dropped and created again at the same path has another."""
+
+    def appended(self, name: str, since: int, version: int) -> pa.Table | None:
+        """The rows the commits after version ``since`` up to ``version`` appended, when each only
+        added files; None otherwise (a file removed or marked, a schema change, a commit the log
+        no longer holds)."""
+
     def row_count(self, name: str, version: int | None = None) -> int:
         """The number of rows at ``version`` (latest when None), from the Delta log's file
         statistics rather than the data where the backend can: ``lakegraph status`` counts every

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Callable, Collection, Iterator, Sequence
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -827,6 +828,14 @@ class DeltaRsStore:
         if held is not None:            # a table MERGEd by deletion vectors: its rows are held
             return schema, None, [(None, self._from_memory(held))]
         dt = self._table(name, version)
+        files = _files(dt)
+        kept = kept_rows(dt) if files else {}
+        parts = self._read_files(files, schema, kept)
+        return schema, dt.version(), [(path, rows) for path, rows in zip(files, parts)]
+
+    def _read_files(self, files: Sequence[str], schema: pa.Schema, kept: dict[str, np.ndarray]) -> list[pa.Table]:
+        """The rows of data ``files`` in ``schema`` (those ``kept`` marks, in a file it names), on
+        the readers' threads, counted in :attr:`reads`."""
         wanted = set(schema.names)
 
         def read(path: str) -> tuple[pa.Table, int]:
@@ -838,13 +847,50 @@ class DeltaRsStore:
                                              use_threads=False), schema)
             return (rows if path not in kept else rows.filter(pa.array(kept[path]))), size
 
-        files = _files(dt)
-        kept = kept_rows(dt) if files else {}
         parts = list(_pool("readers", pa.io_thread_count()).map(read, files))
         with self._counting:
             self.reads.file_rows += sum(rows.num_rows for rows, _ in parts)
             self.reads.file_bytes += sum(size for _, size in parts)
-        return schema, dt.version(), [(path, rows) for path, (rows, _) in zip(files, parts)]
+        return [rows for rows, _ in parts]
+
+    def table_id(self, name: str) -> str | None:
+        """The id table ``name``'s first commit gave it (None once the log no longer holds that
+        commit): a table dropped and created again at the same path has another."""
+        try:
+            with open(os.path.join(self.path(name), "_delta_log", f"{0:020d}.json")) as log:
+                for line in log:
+                    action = json.loads(line)
+                    if "metaData" in action:
+                        return action["metaData"]["id"]
+        except FileNotFoundError:
+            return None
+        return None
+
+    def appended(self, name: str, since: int, version: int) -> pa.Table | None:
+        """The rows the commits after version ``since`` up to ``version`` appended to table
+        ``name``, when each of them only added files (no file removed or marked, no schema or
+        protocol change), read from those files alone; None otherwise, or once the log no longer
+        holds one of them. A process holding a merge-on-read table another process appends to
+        follows it with these rows instead of reading the table again."""
+        log = os.path.join(self.path(name), "_delta_log")
+        files = []
+        for at in range(since + 1, version + 1):
+            try:
+                with open(os.path.join(log, f"{at:020d}.json")) as commit:
+                    actions = [json.loads(line) for line in commit if line.strip()]
+            except FileNotFoundError:
+                return None
+            for action in actions:
+                if {"remove", "metaData", "protocol"} & action.keys():
+                    return None
+                add = action.get("add")
+                if add is not None:
+                    if add.get("deletionVector") or "://" in add["path"]:
+                        return None
+                    files.append(os.path.join(self.path(name), unquote(add["path"])))
+        schema = self.schema(name)
+        parts = self._read_files(files, schema, {})
+        return pa.concat_tables(parts) if parts else pa.Table.from_batches([], schema)
 
     def find_held(self, name: str, column: str, values: pa.Array, version: int) -> pa.Table | None:
         placed = self._placed.get(name)
