@@ -66,7 +66,8 @@ def test_a_worker_follows_the_views_by_the_rows_each_batch_appended(store, spark
         runner.run()
         versions.append(BatchLog(store).last_done().versions)
         messages = store.read_arrow(BRONZE).sort_by("seq").select(["seq", "op", "s", "p", "o"]).slice(0, 50)
-        step, read = tasks._run(tasks._Task(store.root, plan, versions[-1]), messages)
+        task = tasks._Task(store.root, plan, versions[-1], tuple(graph_views([plan])))
+        step, read = tasks._run(task, messages)
         fresh = HeldTables(open_store(store.root, None, backend="delta-rs"))    # as a worker's first task
         fresh.track(graph_views([plan]))
         read_fresh, find = batch_reads(fresh.store, fresh, versions[-1], held_tables([plan]))

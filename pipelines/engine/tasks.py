@@ -23,7 +23,7 @@ from typing import Callable, Mapping, NoReturn
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from views.plan import QueryPlan
+from views.plan import QueryPlan, ViewDef
 
 from .. import catalog
 from ..lake import VIEWS
@@ -57,6 +57,7 @@ class _Task:
     root: str
     plan: QueryPlan
     versions: Mapping[str, int]
+    views: tuple[ViewDef, ...]      # every query's of the batch: what a worker holds (:func:`_held`)
 
 
 #: What an executor's Python worker holds of each lake it ran tasks on, by the lake's root and
@@ -67,9 +68,10 @@ class _Task:
 _HELD: dict[tuple[str, str | None], HeldTables] = {}
 
 
-def _held(root: str, plan: QueryPlan) -> HeldTables:
-    """The worker's held tables of the lake at ``root``, tracking ``plan``'s views too (the views
-    of every query it ran: tracking only the task's own would drop the others at each task)."""
+def _held(root: str, views: tuple[ViewDef, ...]) -> HeldTables:
+    """The worker's held tables of the lake at ``root``, tracking ``views``: those of every query
+    of the batch, not only the task's own, so that the worker's next task, whichever query it
+    steps, finds them held (a change of the views tracked reads the views table again)."""
     store = open_store(root, None, backend="delta-rs")
     key = (root, store.table_id(VIEWS))
     held = _HELD.get(key)
@@ -77,9 +79,7 @@ def _held(root: str, plan: QueryPlan) -> HeldTables:
         for old in [k for k in _HELD if k[0] == root]:      # the lake made again at that path
             del _HELD[old]
         held = _HELD[key] = HeldTables(store)
-    tracked = {v.id: v for v in held.views()}
-    tracked.update({v.id: v for v in catalog.graph_views([plan])})
-    held.track(tracked.values())
+    held.track(views)
     return held
 
 
@@ -87,7 +87,7 @@ def _run(task: _Task, messages: pa.Table) -> tuple[Step | None, ReadCounts]:
     """In an executor: ``task``'s query stepped by the batch's ``messages`` on the Arrow engine,
     over the lake as the batch log says the batch reads it (None when a condition needs Spark
     SQL), and what the task read."""
-    held = _held(task.root, task.plan)
+    held = _held(task.root, task.views)
     store = held.store
     before = replace(store.reads)
     queries = [task.plan]
@@ -111,7 +111,8 @@ def compute_in_tasks(spark: SparkSession, store: DeltaRsStore, messages: pa.Tabl
     The queries' views overlap: each task computes the changes of its own, the same from the same
     messages and versions, and one copy of each is kept."""
     ordered = sorted(plans, key=lambda p: -len(p.views))
-    tasks = [_Task(store.root, plan, dict(versions)) for plan in ordered]
+    views = tuple(catalog.graph_views(plans))
+    tasks = [_Task(store.root, plan, dict(versions), views) for plan in ordered]
     shared = spark.sparkContext.broadcast(messages)
     try:
         results = spark.sparkContext.parallelize(tasks, len(tasks)).map(lambda t: _run(t, shared.value)).collect()
