@@ -7,8 +7,9 @@ batch of 10,000 updates took as long as recomputing every query. A small batch t
 and the Arrow kernels (:mod:`.arrow`) look those up instead of joining whole views. So on the
 Spark engine a batch of at most :data:`TASKS_MAX_MESSAGES` messages is one Spark job with a task
 per query: the task opens the lake (storage the executors share with the driver), reads the
-query's views and state tables at the versions the batch log recorded, and applies the batch's
-messages to them with the very delta rules of the driver's Arrow engine. The driver gathers the
+query's views and state tables at the versions the batch log recorded (the views as its worker
+holds them from its last task, caught up by the rows appended since: :data:`_HELD`), and applies
+the batch's messages to them with the very delta rules of the driver's Arrow engine. The driver gathers the
 tasks' changes into one :class:`.step.Step` and commits it as any batch's (exactly once as
 before: the tasks only compute).
 
@@ -17,6 +18,7 @@ no session to ask) is run by the caller instead, on the SQL plan.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Callable, Mapping, NoReturn
 
@@ -60,12 +62,15 @@ class _Task:
     views: tuple[ViewDef, ...]      # every query's of the batch: what a worker holds (:func:`_held`)
 
 
-#: What an executor's Python worker holds of each lake it ran tasks on, by the lake's root and
+#: What an executor's Python worker holds of the lakes it ran tasks on, by the lake's root and
 #: the id of its views table: the store and the merge-on-read tables, indexed at the version the
 #: last task read (a worker runs task after task: Spark reuses it). A batch's task then reads
 #: only the rows the batch before appended (:meth:`.held.HeldTables._appended`), not every view
-#: of its query again: at 1M triples each task read the 800,000 rows of the views table.
-_HELD: dict[tuple[str, str | None], HeldTables] = {}
+#: of its query again: at 1M triples each task read the 800,000 rows of the views table. The
+#: lakes used longest ago are let go past :data:`_LAKES_HELD` (a worker serving many lakes, as a
+#: test run's does, would otherwise keep them all).
+_HELD: OrderedDict[tuple[str, str | None], HeldTables] = OrderedDict()
+_LAKES_HELD = 2
 
 
 def _held(root: str, views: tuple[ViewDef, ...]) -> HeldTables:
@@ -79,6 +84,9 @@ def _held(root: str, views: tuple[ViewDef, ...]) -> HeldTables:
         for old in [k for k in _HELD if k[0] == root]:      # the lake made again at that path
             del _HELD[old]
         held = _HELD[key] = HeldTables(store)
+        while len(_HELD) > _LAKES_HELD:
+            _HELD.popitem(last=False)
+    _HELD.move_to_end(key)
     held.track(views)
     return held
 
