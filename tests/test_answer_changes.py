@@ -110,7 +110,8 @@ def test_changes_are_moved_in_at_the_version_an_interrupted_batch_read(tmp_path,
     store = DeltaRsStore(lake)
     rows = _to_legacy(store, "teaching")
     recorded = store.version(legacy_changes_table("teaching"))
-    store.append(legacy_changes_table("teaching"), rows.slice(0, 1), Txn("lakegraph-batch", 2))   # the interrupted batch's
+    # the interrupted batch's append
+    store.append(legacy_changes_table("teaching"), rows.slice(0, 1), Txn("lakegraph-batch", 2))
     assert adopt_legacy(store, [lookup(store, "teaching").plan], {legacy_changes_table("teaching"): recorded}) \
         == ["teaching"]
     assert changes(store, "teaching").num_rows == rows.num_rows

@@ -164,9 +164,9 @@ def write_windows(store: TableStore, done: list[dict], batch: int, txn: Txn | No
     query's own writes, and the lake's window state table, window log and answer changes table,
     one commit each for all the queries, as a Delta commit costs more than a query's windows in a
     batch of 10 s; all at once, after every query is computed (a query's thread waiting for its
-    own commits left a core idle while others still computed). The state table gets the batch's signed rows appended; or,
-    when ``whole`` (``done`` holds every windowed query of the lake) and its rows would pass twice
-    the content of them all, it is rewritten with that content. Registration writes its one
+    own commits left a core idle while others still computed). The state table gets the batch's
+    signed rows appended; or, when ``whole`` (``done`` holds every windowed query of the lake) and
+    its rows would pass twice the content of them all, it is rewritten with that content. Registration writes its one
     query's replay with ``whole`` False and no transaction (the log already holds the batch's)."""
     states: list[StateChange] = [d["state"] for d in done]
     added = sum(c.added for c in states)
@@ -409,6 +409,7 @@ def run_windowed(store: TableStore, plan: QueryPlan, rows: pa.Table, record: Bat
     if replace(after, batch=progress.batch) != progress:      # a batch that did nothing writes nothing
         appended[progress_table(plan.name)] = content[progress_table(plan.name)] = after.table()
     content = {name: content[name] if name in content else state[name] for name in state}
+    change = StateChange(plan, encode(plan.name, record.batch, appended), sum(t.num_rows for t in appended.values()),
+                         content)
     return {"windows": len(log), "late": step.late, "answer_changes": int(pc.sum(pc.abs(changes[MULT])).as_py() or 0),
-            "log": logged, "writes": writes, "changes": logged_changes, "state": StateChange(plan, encode(plan.name, record.batch, appended),
-                                                sum(t.num_rows for t in appended.values()), content)}
+            "log": logged, "writes": writes, "changes": logged_changes, "state": change}
