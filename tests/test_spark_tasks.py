@@ -66,7 +66,7 @@ def test_a_worker_follows_the_views_by_the_rows_each_batch_appended(store, spark
         runner.run()
         versions.append(BatchLog(store).last_done().versions)
         messages = store.read_arrow(BRONZE).sort_by("seq").select(["seq", "op", "s", "p", "o"]).slice(0, 50)
-        task = tasks._Task(store.root, plan, versions[-1], tuple(graph_views([plan])))
+        task = tasks._Task(tasks.lake_of(store), plan, versions[-1], tuple(graph_views([plan])))
         step, read = tasks._run(task, messages)
         fresh = HeldTables(open_store(store.root, None, backend="delta-rs"))    # as a worker's first task
         fresh.track(graph_views([plan]))

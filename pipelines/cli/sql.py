@@ -94,13 +94,17 @@ def cmd_sql(ctx: "Context") -> None:
             raise CliError(f"no table {name!r} in the lake (tables: {', '.join(sorted(names))})")
         return name
 
+    def stored(name: str) -> str:
+        """The table a name's rows are kept in."""
+        return ANSWER_CHANGES if name in derived else name
+
     def frame(name: str, version: int | None = None):
         if name in derived:
             return answer_changes.of_query_spark(store.read(ANSWER_CHANGES, version), derived[name])
         return store.read(name, version)
 
     def view(name: str, version: int) -> str:
-        table = ANSWER_CHANGES if name in derived else name
+        table = stored(name)
         if version > store.version(table):
             raise CliError(f"table {table!r} has no version {version} (latest: {store.version(table)})")
         alias = f"{name}__v{version}"
@@ -115,7 +119,7 @@ def cmd_sql(ctx: "Context") -> None:
         if store.backend == "delta-spark" and name not in derived:
             location = store.path(name).replace("`", "``")
             return f"delta.`{location}` {kind.upper()} AS OF {when}"
-        return view(name, _at(store, ANSWER_CHANGES if name in derived else name, kind, when))
+        return view(name, _at(store, stored(name), kind, when))
 
     sql = _AS_OF.sub(as_of, _VERSIONED.sub(pinned, ctx.args.query))
     root = check_read_only(spark, sql)

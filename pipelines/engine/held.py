@@ -161,6 +161,12 @@ class IndexedSet:
             return later._rebased()
         return later
 
+    def followed(self, rows: pa.Table, version: int) -> "IndexedSet":
+        """The table at ``version``, once another writer appended ``rows`` to it."""
+        later = self.after(rows) if rows.num_rows else copy.copy(self)
+        later.version = version
+        return later
+
     def _rebased(self) -> "IndexedSet":
         """This set with the rows added since its base made part of a new base, each column's
         index carried over (:meth:`.Lookup.extended`). The rows gone (of the base or added since)
@@ -256,10 +262,7 @@ class _HeldViews:
     def plus(self, parts: Mapping[str, pa.Table], others: pa.Table, version: int) -> "_HeldViews":
         """The table at ``version``, once another writer appended the rows of each view of
         ``parts`` (in its own shape) and ``others`` (of the views held as stored rows)."""
-        sets = {}
-        for name, held in self.sets.items():
-            sets[name] = held.after(parts[name]) if parts[name].num_rows else copy.copy(held)
-            sets[name].version = version
+        sets = {name: held.followed(parts[name], version) for name, held in self.sets.items()}
         kept = {name: (folded, pa.concat_tables([rest, parts[name]])) for name, (folded, rest) in self.parts.items()}
         rows = sum(t.num_rows for t in parts.values()) + others.num_rows
         return _HeldViews(version, self.stored + rows, sets, kept, pa.concat_tables([self.others, others]))
@@ -318,8 +321,7 @@ class HeldTables:
             held = self._sets.get(name)
             if held is not None and held.version < version and (rows := self._appended(name, held.version, version)) \
                     is not None:
-                held = self._sets[name] = held.after(rows) if rows.num_rows else copy.copy(held)
-                held.version = version
+                held = self._sets[name] = held.followed(rows, version)
             if held is None or held.version != version:
                 self._ids[name] = self.store.table_id(name)
                 held = self._sets[name] = indexed(*self.store.read_folded(name, version), version)

@@ -28,7 +28,7 @@ from pyspark.sql import SparkSession
 from views.plan import QueryPlan, ViewDef
 
 from .. import catalog
-from ..lake import VIEWS
+from ..lake import QUERIES
 from ..spark import LazySpark
 from ..storage import open_store
 from ..storage.delta_rs import DeltaRsStore, ReadCounts
@@ -52,41 +52,52 @@ def _no_session() -> NoReturn:
     raise _NeedsSparkSql
 
 
+#: A lake as a worker may hold it: its root, the id of its catalog table and the catalog's version.
+#: Registering or unregistering a query moves the version, and may drop and make again tables of
+#: the names held (a query registered again): its worker's tables are then read afresh, as are
+#: those of a lake made again at the same path (another catalog table id).
+_Lake = tuple[str, str | None, int]
+
+
+def lake_of(store: DeltaRsStore) -> _Lake:
+    """``store``'s lake as its catalog stands now."""
+    return store.root, store.table_id(QUERIES), store.version(QUERIES)
+
+
 @dataclass(frozen=True)
 class _Task:
-    """What one task needs besides the batch's messages: the lake, a query, the versions it reads."""
+    """What one task needs besides the batch's messages: the lake, a query, the versions it reads,
+    and the views of every query of the batch (what a worker holds: :func:`_held`)."""
 
-    root: str
+    lake: _Lake
     plan: QueryPlan
     versions: Mapping[str, int]
-    views: tuple[ViewDef, ...]      # every query's of the batch: what a worker holds (:func:`_held`)
+    views: tuple[ViewDef, ...]
 
 
-#: What an executor's Python worker holds of the lakes it ran tasks on, by the lake's root and
-#: the id of its views table: the store and the merge-on-read tables, indexed at the version the
-#: last task read (a worker runs task after task: Spark reuses it). A batch's task then reads
-#: only the rows the batch before appended (:meth:`.held.HeldTables._appended`), not every view
-#: of its query again: at 1M triples each task read the 800,000 rows of the views table. The
-#: lakes used longest ago are let go past :data:`_LAKES_HELD` (a worker serving many lakes, as a
-#: test run's does, would otherwise keep them all).
-_HELD: OrderedDict[tuple[str, str | None], HeldTables] = OrderedDict()
+#: What an executor's Python worker holds of the lakes it ran tasks on: the store and the
+#: merge-on-read tables, indexed at the version the last task read (a worker runs task after
+#: task: Spark reuses it). A batch's task then reads only the rows the batch before appended
+#: (:meth:`.held.HeldTables._appended`), not every view of its query again: at 1M triples each
+#: task read the 800,000 rows of the views table. The lakes used longest ago are let go past
+#: :data:`_LAKES_HELD` (a worker serving many lakes, as a test run's does, would otherwise keep
+#: them all).
+_HELD: OrderedDict[_Lake, HeldTables] = OrderedDict()
 _LAKES_HELD = 2
 
 
-def _held(root: str, views: tuple[ViewDef, ...]) -> HeldTables:
-    """The worker's held tables of the lake at ``root``, tracking ``views``: those of every query
-    of the batch, not only the task's own, so that the worker's next task, whichever query it
-    steps, finds them held (a change of the views tracked reads the views table again)."""
-    store = open_store(root, None, backend="delta-rs")
-    key = (root, store.table_id(VIEWS))
-    held = _HELD.get(key)
+def _held(lake: _Lake, views: tuple[ViewDef, ...]) -> HeldTables:
+    """The worker's held tables of ``lake``, tracking ``views``: those of every query of the
+    batch, not only the task's own, so that the worker's next task, whichever query it steps,
+    finds them held (a change of the views tracked reads the views table again)."""
+    held = _HELD.get(lake)
     if held is None:
-        for old in [k for k in _HELD if k[0] == root]:      # the lake made again at that path
+        for old in [k for k in _HELD if k[0] == lake[0]]:      # the lake as its catalog stood before
             del _HELD[old]
-        held = _HELD[key] = HeldTables(store)
+        held = _HELD[lake] = HeldTables(open_store(lake[0], None, backend="delta-rs"))
         while len(_HELD) > _LAKES_HELD:
             _HELD.popitem(last=False)
-    _HELD.move_to_end(key)
+    _HELD.move_to_end(lake)
     held.track(views)
     return held
 
@@ -95,7 +106,7 @@ def _run(task: _Task, messages: pa.Table) -> tuple[Step | None, ReadCounts]:
     """In an executor: ``task``'s query stepped by the batch's ``messages`` on the Arrow engine,
     over the lake as the batch log says the batch reads it (None when a condition needs Spark
     SQL), and what the task read."""
-    held = _held(task.root, task.views)
+    held = _held(task.lake, task.views)
     store = held.store
     before = replace(store.reads)
     queries = [task.plan]
@@ -120,7 +131,8 @@ def compute_in_tasks(spark: SparkSession, store: DeltaRsStore, messages: pa.Tabl
     messages and versions, and one copy of each is kept."""
     ordered = sorted(plans, key=lambda p: -len(p.views))
     views = tuple(catalog.graph_views(plans))
-    tasks = [_Task(store.root, plan, dict(versions), views) for plan in ordered]
+    lake = lake_of(store)
+    tasks = [_Task(lake, plan, dict(versions), views) for plan in ordered]
     shared = spark.sparkContext.broadcast(messages)
     try:
         results = spark.sparkContext.parallelize(tasks, len(tasks)).map(lambda t: _run(t, shared.value)).collect()
