@@ -72,6 +72,8 @@ def test_queries_share_a_variable_s_column_whatever_its_case(tmp_path, spark, ca
     capsys.readouterr()
     assert cli.main(["--lake", lake, "sql", "SELECT count(Name) AS n FROM gold_upper_changes", "--format", "tsv"]) == 0
     assert capsys.readouterr().out.split() == ["n", str(upper.num_rows)]
+    assert cli.main(["--lake", lake, "sql", "SELECT * FROM gold_upper_changes@v99"]) != 0
+    assert "'gold_upper_changes' (a view of 'answer_changes') has no version 99" in capsys.readouterr().err
 
 
 def _to_legacy(store: DeltaRsStore, name: str) -> pa.Table:

@@ -106,7 +106,8 @@ def cmd_sql(ctx: "Context") -> None:
     def view(name: str, version: int) -> str:
         table = stored(name)
         if version > store.version(table):
-            raise CliError(f"table {table!r} has no version {version} (latest: {store.version(table)})")
+            what = f"{name!r} (a view of {table!r})" if table != name else repr(name)
+            raise CliError(f"table {what} has no version {version} (latest: {store.version(table)})")
         alias = f"{name}__v{version}"
         frame(name, version).createOrReplaceTempView(alias)
         return alias
